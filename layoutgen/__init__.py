@@ -1,0 +1,43 @@
+"""layoutgen: declare packed tensor layouts once, generate CUDA from them.
+
+The public API is re-exported here; see ``docs/api.md``.
+"""
+
+from .schema import (
+    CODES,
+    DTYPES,
+    Diagnostic,
+    Dim,
+    DType,
+    Field,
+    Group,
+    Layout,
+    LayoutError,
+    LayoutgenError,
+    Pad,
+    Severity,
+    Site,
+    Size,
+    View,
+    bf16,
+    dims,
+    f16,
+    f32,
+    f64,
+    i8,
+    i16,
+    i32,
+    i64,
+    u8,
+    u16,
+    u32,
+    u64,
+)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "CODES", "DTYPES", "Diagnostic", "Dim", "DType", "Field", "Group", "Layout", "LayoutError",
+    "LayoutgenError", "Pad", "Severity", "Site", "Size", "View", "bf16", "dims", "f16", "f32",
+    "f64", "i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64", "__version__",
+]

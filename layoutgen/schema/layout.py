@@ -1,0 +1,136 @@
+"""A layout: leading dims, a dtype and a record of named fields on the last axis."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from .diagnostics import Site, caller_site, layout_error
+from .dims import Dim, Size, as_shape
+from .dtypes import DType, resolve_dtype
+from .fields import Entry
+from .names import name_problem
+from .record import Region, resolve_record
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from .view import View
+
+
+@dataclass(frozen=True, eq=False, init=False)
+class Layout:
+    """A packed tensor layout, validated when it is declared.
+
+    ``Layout("Window", [B, K], f32, [Field("snap", 40), Group("context", [...])])``
+    declares ``[B, K, 56]`` float32 rows whose columns 0..40 are ``snap``.
+    ``Window.snap`` and ``Window["context.trade.position_lots"]`` are views.
+    Invalid declarations raise :class:`LayoutError` (LG1xx) at the user's line.
+    """
+
+    name: str
+    dims: tuple[Dim, ...]  # the leading dims; the record is the last axis
+    dtype: DType
+    record: Region
+    read_only: bool
+    doc: str
+    site: Site | None = field(repr=False)
+
+    def __init__(
+        self,
+        name: str,
+        dims: Sequence[Dim | int | str],
+        dtype: DType | str,
+        fields: Sequence[Entry] = (),
+        *,
+        width: int | None = None,
+        read_only: bool = False,
+        doc: str = "",
+    ) -> None:
+        site = caller_site()
+        problem = name_problem(name)
+        if problem:
+            raise layout_error(problem[0], f"a layout name {problem[1]}", site)
+        leading = as_shape(dims, f"the dims of `{name}`", site)
+        resolved = resolve_dtype(dtype, f"the dtype of `{name}`", site)
+        from .view import View  # the view module needs Layout; import late
+
+        reserved = frozenset(a for a in dir(View) + dir(Layout) if not a.startswith("_"))
+        record = resolve_record(fields, width, name, reserved, site)
+        if not isinstance(read_only, bool):
+            raise layout_error("LG110", f"`read_only` of `{name}` must be True or False, got {read_only!r}", site)
+        for attr, value in (
+            ("name", name), ("dims", leading), ("dtype", resolved), ("record", record),
+            ("read_only", read_only), ("doc", doc), ("site", site),
+        ):
+            object.__setattr__(self, attr, value)
+
+    # -- shape -------------------------------------------------------------
+
+    @property
+    def width(self) -> int:
+        """Elements in one row: the size of the last axis."""
+        return self.record.width
+
+    @property
+    def shape(self) -> tuple[Dim, ...]:
+        return (*self.dims, Dim.of(self.width))
+
+    @property
+    def row_bytes(self) -> int:
+        return self.width * self.dtype.size
+
+    @property
+    def rows(self) -> Size:
+        """How many rows: the product of the leading dims."""
+        return Size.product(self.dims)
+
+    @property
+    def symbols(self) -> tuple[str, ...]:
+        """The symbolic dims, in order of first appearance."""
+        seen: dict[str, None] = {}
+        for d in self.dims:
+            if d.name is not None and d.size is None:
+                seen.setdefault(d.name, None)
+        return tuple(seen)
+
+    # -- views -------------------------------------------------------------
+
+    @property
+    def view(self) -> View:
+        """The whole layout as a view."""
+        from .view import View
+
+        return View(self, self.record)
+
+    def __getitem__(self, path: str) -> View:
+        return self.view[path]
+
+    def __getattr__(self, name: str) -> View:
+        # Only reached when normal lookup fails: field names never shadow
+        # attributes (LG106 forbids it at declaration).
+        if name.startswith("_"):
+            raise AttributeError(name)
+        return self.view._child(name, caller_site())
+
+    def fields(self) -> list[View]:
+        """Every named field and group, depth first."""
+        return self.view.fields()
+
+    # -- numpy -------------------------------------------------------------
+
+    def numpy_dtype(self) -> np.dtype[Any] | None:
+        """A numpy structured dtype of one row, or None where numpy lacks the element type."""
+        from .numpy_interop import structured_dtype
+
+        return structured_dtype(self)
+
+    def __str__(self) -> str:
+        from .table import layout_table
+
+        return layout_table(self)
+
+    def __repr__(self) -> str:
+        shape = ", ".join(str(d) for d in self.shape)
+        return f"<Layout {self.name} [{shape}] {self.dtype}>"

@@ -1,0 +1,61 @@
+"""NumPy views of fields and structured dtypes of rows."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from .diagnostics import caller_site, layout_error
+from .record import Region
+
+if TYPE_CHECKING:
+    from .layout import Layout
+    from .view import View
+
+
+def field_of(view: View, array: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
+    """``array[..., start:stop]`` after checking that ``array`` has the view's layout."""
+    layout = view.layout
+    site = caller_site()
+    shape = tuple(getattr(array, "shape", ()))
+    if len(shape) != len(layout.shape) or shape[-1] != layout.width:
+        raise layout_error(
+            "LG110",
+            f"an array of `{layout.name}` must have shape [{', '.join(map(str, layout.shape))}], got {list(shape)}",
+            site,
+        )
+    for axis, (dim, size) in enumerate(zip(layout.dims, shape)):
+        if dim.size is not None and dim.size != size:
+            raise layout_error(
+                "LG110", f"axis {axis} of an array of `{layout.name}` must be {dim.size}, got {size}", site
+            )
+    return array[..., view.offset : view.offset + view.width]
+
+
+def _region_dtype(region: Region, base: np.dtype[Any], start: int) -> np.dtype[Any]:
+    names, formats, offsets = [], [], []
+    for child in region.children:
+        if child.kind == "pad":
+            continue
+        names.append(child.name)
+        offsets.append((child.start - start) * base.itemsize)
+        if child.kind == "group":
+            formats.append(_region_dtype(child, base, child.start))
+        elif child.width == 1:
+            formats.append(base)
+        else:
+            formats.append(np.dtype((base, (child.width,))))
+    return np.dtype(
+        {"names": names, "formats": formats, "offsets": offsets, "itemsize": region.width * base.itemsize}
+    )
+
+
+def structured_dtype(layout: Layout) -> np.dtype[Any] | None:
+    """A structured dtype of one row; None for element types numpy lacks (bf16)."""
+    if layout.dtype.numpy_name is None:
+        return None
+    base = np.dtype(layout.dtype.numpy_name)
+    if not layout.record.children:
+        return np.dtype((base, (layout.width,)))
+    return _region_dtype(layout.record, base, 0)

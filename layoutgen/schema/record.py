@@ -1,0 +1,244 @@
+"""Resolving a record's declarations into validated column ranges.
+
+The record is the last axis of a layout. Entries given by width are packed in
+order; entries given by ``cols`` sit where they say. Every column of a record
+belongs to exactly one field or to declared padding: an overlap, a gap or a
+field past its parent's end is an error naming both sides and the columns.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from .diagnostics import Site, layout_error
+from .fields import Entry, Field, Group, Pad
+from .names import name_problem
+
+Kind = Literal["record", "group", "field", "pad"]
+
+
+@dataclass(frozen=True)
+class Region:
+    """A resolved entry: its columns ``start..stop`` of the row and its children."""
+
+    name: str
+    path: str  # dotted from the layout: "context.trade"; "" for the whole record
+    kind: Kind
+    start: int
+    stop: int
+    children: tuple[Region, ...] = ()
+    doc: str = ""
+    site: Site | None = None
+
+    @property
+    def width(self) -> int:
+        return self.stop - self.start
+
+    @property
+    def cols(self) -> str:
+        return f"{self.start}..{self.stop}"
+
+    def walk(self) -> Iterable[tuple[int, Region]]:
+        """Every region below this one, depth first, with its depth."""
+        for child in self.children:
+            yield 0, child
+            for depth, sub in child.walk():
+                yield depth + 1, sub
+
+    def child(self, name: str) -> Region | None:
+        for c in self.children:
+            if c.kind != "pad" and c.name == name:
+                return c
+        return None
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+@dataclass(frozen=True)
+class _Context:
+    layout: str
+    reserved: frozenset[str]  # attribute names a field may not shadow
+
+
+def _describe(entry: Entry) -> str:
+    return "padding" if isinstance(entry, Pad) else f"`{entry.name}`"
+
+
+def _extent(entry: Entry, cursor: int, ctx: _Context, owner: str) -> tuple[int, int | None]:
+    """The start column of ``entry`` and its stop when its declaration fixes it."""
+    site, what = entry.site, _describe(entry)
+    if entry.cols is not None:
+        cols = entry.cols
+        if not (isinstance(cols, tuple) and len(cols) == 2 and all(_is_int(c) for c in cols)):
+            raise layout_error(
+                "LG110", f"{what} of `{owner}` must give `cols` as (start, stop) integers, got {cols!r}", site
+            )
+        start, stop = cols
+        if start < 0:
+            raise layout_error("LG102", f"{what} of `{owner}` must start at column 0 or later, got {start}", site)
+        if stop <= start:
+            raise layout_error(
+                "LG103", f"{what} of `{owner}` must have a positive width, got columns {start}..{stop}", site
+            )
+        if entry.width is not None and entry.width != stop - start:
+            raise layout_error(
+                "LG108",
+                f"{what} of `{owner}` is declared {entry.width} wide but its columns {start}..{stop} "
+                f"are {stop - start}",
+                site,
+            )
+        return start, stop
+    if entry.width is not None:
+        if not _is_int(entry.width):
+            raise layout_error("LG110", f"{what} of `{owner}` must have an integer width, got {entry.width!r}", site)
+        if entry.width <= 0:
+            raise layout_error("LG103", f"{what} of `{owner}` must have a positive width, got {entry.width}", site)
+        return cursor, cursor + entry.width
+    if isinstance(entry, Group):
+        return cursor, None  # the children decide
+    raise layout_error("LG110", f"{what} of `{owner}` needs a width or `cols=(start, stop)`", site)
+
+
+def _resolve_entry(entry: object, cursor: int, parent: str, ctx: _Context, owner: str) -> Region:
+    if not isinstance(entry, (Field, Group, Pad)):
+        raise layout_error(
+            "LG110",
+            f"the fields of `{owner}` must be Field, Group or Pad, got {type(entry).__name__} {entry!r}",
+            None,
+        )
+    if not isinstance(entry, Pad):
+        problem = name_problem(entry.name)
+        if problem:
+            raise layout_error(problem[0], f"a field name of `{owner}` {problem[1]}", entry.site)
+        if entry.name in ctx.reserved:
+            raise layout_error(
+                "LG106",
+                f"field `{entry.name}` of `{owner}` would shadow the attribute `{entry.name}` of layouts and views",
+                entry.site,
+                hint="rename the field; layoutgen reserves the names of Layout and View attributes",
+            )
+    start, stop = _extent(entry, cursor, ctx, owner)
+    if isinstance(entry, Pad):
+        assert stop is not None  # _extent returns a stop for every non-group
+        return Region("", parent, "pad", start, stop, site=entry.site)
+    path = f"{parent}.{entry.name}" if parent else entry.name
+    if isinstance(entry, Field):
+        assert stop is not None
+        return Region(entry.name, path, "field", start, stop, doc=entry.doc, site=entry.site)
+    children = _resolve_entries(entry.fields, start, stop, path, ctx, f"{ctx.layout}.{path}", entry.site)
+    extent = children[-1].stop if children else start
+    if stop is None:
+        stop = extent
+        if stop == start:
+            raise layout_error("LG103", f"group `{path}` of `{ctx.layout}` must contain at least one column", entry.site)
+    elif extent < stop:
+        raise layout_error(
+            "LG108",
+            f"group `{path}` of `{ctx.layout}` is declared as columns {start}..{stop} but its fields end at "
+            f"column {extent}",
+            entry.site,
+            hint=f"declare the rest with Pad({stop - extent}) or narrow the group",
+        )
+    return Region(entry.name, path, "group", start, stop, children, entry.doc, entry.site)
+
+
+def _resolve_entries(
+    entries: object, lo: int, hi: int | None, parent: str, ctx: _Context, owner: str, owner_site: Site | None
+) -> tuple[Region, ...]:
+    if isinstance(entries, (str, bytes)) or not isinstance(entries, Sequence):
+        raise layout_error("LG110", f"the fields of `{owner}` must be a list, got {entries!r}", owner_site)
+    cursor, regions = lo, []
+    for entry in entries:
+        region = _resolve_entry(entry, cursor, parent, ctx, owner)
+        if region.start < lo:
+            raise layout_error(
+                "LG102",
+                f"{_label(region)} must start at or after column {lo} of `{owner}`, got {region.start}",
+                region.site,
+            )
+        if hi is not None and region.stop > hi:
+            raise layout_error(
+                "LG102",
+                f"{_label(region)} must end at or before column {hi} of `{owner}`, got {region.stop}",
+                region.site,
+                hint=f"`{owner}` spans columns {lo}..{hi}; shrink the field or widen `{owner}`",
+            )
+        regions.append(region)
+        cursor = region.stop
+    _check_names(regions, owner)
+    ordered = sorted(regions, key=lambda r: (r.start, r.stop))
+    _check_cover(ordered, lo, owner)
+    return tuple(ordered)
+
+
+def _label(region: Region) -> str:
+    return f"padding at columns {region.cols}" if region.kind == "pad" else f"`{region.path}`"
+
+
+def _check_names(regions: list[Region], owner: str) -> None:
+    seen: dict[str, Region] = {}
+    for r in regions:
+        if r.kind == "pad":
+            continue
+        if r.name in seen:
+            first = seen[r.name]
+            raise layout_error(
+                "LG104",
+                f"`{owner}` declares `{r.name}` twice: columns {first.cols} at {first.site} and columns {r.cols}",
+                r.site,
+            )
+        seen[r.name] = r
+
+
+def _check_cover(ordered: list[Region], lo: int, owner: str) -> None:
+    """Sorted siblings must tile their parent from ``lo`` without overlap or gap."""
+    cursor, previous = lo, None
+    for r in ordered:
+        if previous is not None and r.start < previous.stop:
+            raise layout_error(
+                "LG101",
+                f"{_label(r)} (columns {r.cols}) overlaps {_label(previous)} (columns {previous.cols}) "
+                f"in `{owner}`",
+                r.site if (r.site and previous.site and (r.site.line >= previous.site.line)) else previous.site,
+                hint="give each column to one field; use a Group to name a range that contains others",
+            )
+        if r.start > cursor:
+            raise layout_error(
+                "LG109",
+                f"columns {cursor}..{r.start} of `{owner}` belong to no field (before {_label(r)})",
+                r.site,
+                hint=f"declare them as padding with Pad({r.start - cursor}) or move {_label(r)}",
+            )
+        cursor, previous = max(cursor, r.stop), r
+
+
+def resolve_record(
+    entries: object, width: object, layout: str, reserved: frozenset[str], site: Site | None
+) -> Region:
+    """The record of a layout: validated regions covering columns ``0..width``."""
+    if width is not None and not _is_int(width):
+        raise layout_error("LG110", f"the width of `{layout}` must be an integer, got {width!r}", site)
+    if width is not None and width <= 0:  # type: ignore[operator]
+        raise layout_error("LG103", f"the width of `{layout}` must be positive, got {width}", site)
+    declared: int | None = width  # type: ignore[assignment]
+    ctx = _Context(layout, reserved)
+    children = _resolve_entries(entries, 0, declared, "", ctx, layout, site)
+    extent = children[-1].stop if children else 0
+    if declared is None:
+        if extent == 0:
+            raise layout_error(
+                "LG103", f"`{layout}` has no fields and no width", site, hint="give fields=[...] or width=N"
+            )
+        declared = extent
+    elif children and extent != declared:
+        raise layout_error(
+            "LG108",
+            f"`{layout}` is declared {declared} columns wide but its fields end at column {extent}",
+            site,
+            hint=f"declare the rest with Pad({declared - extent}) or set width={extent}",
+        )
+    return Region(layout, "", "record", 0, declared, children, site=site)
