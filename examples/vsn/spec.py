@@ -1,0 +1,82 @@
+"""The variable-selection pipeline of the motivating bug, declared with layoutgen.
+
+`Window` is allocated [B, K, 56] float32: columns 0..40 of each row are
+per-snapshot market features (`snap`), columns 40..56 the per-batch context
+broadcast over K. The original hand-written VSN read `snap` at row stride 40;
+here every kernel gets its strides from these declarations.
+"""
+
+from layoutgen import Field, Group, Layout, dims, f32
+from layoutgen.kernels import Grid, In, InOut, Kernel, Out
+from layoutgen.spec import Spec
+
+B, K, F, C = dims("B K F C")
+
+# -- layouts -------------------------------------------------------------------
+
+Window = Layout("Window", [B, K], f32, [
+    Field("snap", 40, doc="per-snapshot market features, normalised"),
+    Group("context", [
+        Group("trade", [
+            Field("time_in_trade", 1, doc="bars since entry"),
+            Field("unrealized_R", 1, doc="open profit in units of initial risk"),
+            Field("position_lots", 1, doc="signed position size"),
+        ]),
+        Field("regime", 4, doc="one-hot market regime"),
+        Field("session", 4, doc="one-hot trading session"),
+        Field("volatility_z", 1),
+        Field("spread_z", 1),
+        Field("funding", 1),
+        Field("hour_sin", 1),
+        Field("hour_cos", 1),
+    ], doc="per-batch context, broadcast over K"),
+], width=56, doc="one training window: K snapshots of B series")
+
+Market = Layout("Market", [B, K], f32, width=40, doc="raw per-snapshot market input")
+FeatureStats = Layout("FeatureStats", [40], f32, [Field("mean", 1), Field("inv_std", 1)],
+                      doc="per-feature normalisation")
+Context = Layout("Context", [B], f32, width=16, doc="per-batch context, one row per series")
+Features = Layout("Features", [B, K], f32, width=40, doc="gates, outputs and their gradients")
+Weights = Layout("Weights", [40], f32, width=40, doc="VSN gate weights W[i, j]")
+Bias = Layout("Bias", [], f32, width=40, doc="VSN gate bias")
+
+# -- kernels -------------------------------------------------------------------
+
+snap_feature_assemble = Kernel("snap_feature_assemble", "snap_feature_assemble.cu.j2", [
+    In("raw", [B, K, F]),
+    In("mean", [F, 1]),
+    In("inv_std", [F, 1]),
+    Out("snap", [B, K, F]),
+], grid=Grid.elements("snap"), doc="normalise and clip raw features into Window.snap")
+
+context_broadcast = Kernel("context_broadcast", "context_broadcast.cu.j2", [
+    In("ctx", [B, C]),
+    Out("dst", [B, K, C]),
+], grid=Grid.elements("dst"), doc="copy each series' context into every snapshot's row")
+
+variable_selection_fwd = Kernel("variable_selection_fwd", "variable_selection_fwd.cu.j2", [
+    In("x", [B, K, F]),
+    In("W", [F, F]),
+    In("b", [F]),
+    Out("gates", [B, K, F]),
+    Out("y", [B, K, F]),
+], grid=Grid.rows("x"), doc="gates = softmax(W x + b); y = gates * x")
+
+variable_selection_bwd = Kernel("variable_selection_bwd", "variable_selection_bwd.cu.j2", [
+    In("x", [B, K, F]),
+    In("W", [F, F]),
+    In("gates", [B, K, F]),
+    In("grad_y", [B, K, F]),
+    Out("grad_x", [B, K, F]),
+    InOut("grad_W", [F, F]),
+    InOut("grad_b", [F]),
+], grid=Grid.rows("x"), doc="gradients of the VSN; grad_W and grad_b accumulate atomically")
+
+spec = Spec("vsn", kernels=[
+    snap_feature_assemble.bind(raw=Market, mean=FeatureStats.mean, inv_std=FeatureStats.inv_std,
+                               snap=Window.snap),
+    context_broadcast.bind(ctx=Context, dst=Window.context),
+    variable_selection_fwd.bind(x=Window.snap, W=Weights, b=Bias, gates=Features, y=Features),
+    variable_selection_bwd.bind(x=Window.snap, W=Weights, gates=Features, grad_y=Features,
+                                grad_x=Features, grad_W=Weights, grad_b=Bias),
+])

@@ -1,0 +1,112 @@
+"""LG2xx: whether each kernel parameter fits the view it is bound to."""
+
+from __future__ import annotations
+
+from ..kernels import Binding, Param
+from ..schema import View
+from ..schema.diagnostics import Diagnostic
+from ..spec import Spec
+from ..unify import Conflict, unify
+
+
+def _shape(dims: tuple[object, ...]) -> str:
+    return "[" + ", ".join(str(d) for d in dims) + "]"
+
+
+def describe_view(view: View) -> str:
+    """```Window.snap`` (`Window` [B, K, 56], columns 0..40)``."""
+    layout = view.layout
+    where = "all columns" if view.is_whole else f"columns {view.cols}"
+    return f"`{view.name}` (`{layout.name}` {_shape(layout.shape)} {layout.dtype}, {where})"
+
+
+def _conflict(binding: Binding, c: Conflict) -> Diagnostic:
+    who = f"`{binding.name}.{c.param.name}`"
+    if c.origin is None:
+        message = (
+            f"{who} axis {c.axis} must be {c.expected} but is bound to {describe_view(c.view)}, "
+            f"where it is {c.actual}"
+        )
+        hint = f"bind a view whose axis {c.axis} is {c.expected}, or declare the axis with a symbol"
+    else:
+        o = c.origin
+        message = (
+            f"{who} axis {c.axis} is `{c.symbol}` = {c.actual} from {describe_view(c.view)}, but `{c.symbol}` "
+            f"= {c.expected} from `{binding.name}.{o.param}` axis {o.axis}, bound to {describe_view(o.view)}"
+        )
+        hint = (
+            f"every use of `{c.symbol}` must have one value; bind views that agree, or give "
+            f"`{c.param.name}` its own symbol"
+        )
+    return Diagnostic("LG202", message, binding.site, hint)
+
+
+def _param_checks(binding: Binding, param: Param, view: View) -> list[Diagnostic]:
+    who = f"`{binding.name}.{param.name}`"
+    out: list[Diagnostic] = []
+    if param.dtype is not None and param.dtype != view.dtype:
+        out.append(Diagnostic(
+            "LG203", f"{who} is written for {param.dtype} but is bound to {describe_view(view)}",
+            binding.site, hint=f"bind a {param.dtype} view, or declare `{param.name}` with dtype={view.dtype.name}",
+        ))
+    if param.contiguous and not view.contiguous:
+        out.append(Diagnostic(
+            "LG201",
+            f"{who} needs contiguous rows (stride {view.width}) but is bound to `{view.name}`, row stride "
+            f"{view.row_stride} (`{view.layout.name}` {_shape(view.layout.shape)}, `{view.path}` = columns "
+            f"{view.cols})",
+            binding.site,
+            hint="drop contiguous=True and index through the view's accessors to read the strided rows, "
+            "or copy the field out first",
+        ))
+    if param.vector is not None and param.vector > view.vector_bytes:
+        out.append(Diagnostic(
+            "LG204",
+            f"{who} makes {param.vector}-byte vector accesses but {describe_view(view)} starts at byte "
+            f"{view.byte_offset} of {view.layout.row_bytes}-byte rows and is {view.width * view.dtype.size} "
+            f"bytes wide: aligned for {view.vector_bytes}-byte accesses at most",
+            binding.site,
+            hint=f"declare vector={view.vector_bytes} or less, or pad the layout so the field starts and ends "
+            f"on a {param.vector}-byte boundary",
+        ))
+    if param.writes and view.effective_read_only:
+        out.append(Diagnostic(
+            "LG205", f"{who} is written by the kernel ({param.access}) but is bound to read-only "
+            f"{describe_view(view)}",
+            binding.site, hint=f"bind a writable view, or declare `{param.name}` as In",
+        ))
+    return out
+
+
+def check_binding(binding: Binding) -> list[Diagnostic]:
+    """Every LG2xx problem of one binding, in parameter order."""
+    unified = unify(binding)
+    out: list[Diagnostic] = []
+    for param, view in unified.rank_errors:
+        out.append(Diagnostic(
+            "LG206",
+            f"`{binding.name}.{param.name}` has rank {len(param.shape)} {_shape(param.shape)} but is bound to "
+            f"{describe_view(view)}, of rank {len(view.shape)} {_shape(view.shape)}",
+            binding.site, hint="bind a view with as many axes as the parameter declares",
+        ))
+    out.extend(_conflict(binding, c) for c in unified.conflicts)
+    for param, view in binding.pairs:
+        out.extend(_param_checks(binding, param, view))
+    return out
+
+
+def check_spec(spec: Spec) -> list[Diagnostic]:
+    """Binding checks of every kernel of a spec, and unique generated names (LG209)."""
+    out: list[Diagnostic] = []
+    first: dict[str, Binding] = {}
+    for binding in spec.kernels:
+        if binding.name in first:
+            out.append(Diagnostic(
+                "LG209",
+                f"spec `{spec.name}` generates kernel `{binding.name}` twice (first bound at "
+                f"{first[binding.name].site})",
+                binding.site, hint=f"name each binding: {binding.kernel.name}.bind(name=\"...\", ...)",
+            ))
+        first.setdefault(binding.name, binding)
+        out.extend(check_binding(binding))
+    return out

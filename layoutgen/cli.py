@@ -1,0 +1,148 @@
+"""The ``layoutgen`` command: generate, check and show.
+
+Exit codes: 0 clean (warnings allowed), 1 when a check failed or generated
+code would change, 2 on a usage or internal error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from . import __version__
+from .config import Config, ConfigError, load_config
+from .files import apply, unified_diff
+from .project import SpecResult, drift_diagnostics, process_spec
+from .report import FORMATS, counts, render, summary_line
+from .schema.diagnostics import Diagnostic, LayoutgenError
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="layoutgen",
+        description="Declare packed tensor layouts once; generate CUDA views, kernels and launchers from them.",
+        epilog="Settings come from [tool.layoutgen] in pyproject.toml; options override them.",
+    )
+    parser.add_argument("--version", action="version", version=f"layoutgen {__version__}")
+    verbs = parser.add_subparsers(dest="verb", metavar="COMMAND", required=True)
+
+    def common(p: argparse.ArgumentParser) -> None:
+        p.add_argument("specs", nargs="*", metavar="SPEC", help="spec modules (default: `specs` in pyproject.toml)")
+        p.add_argument("--out", metavar="DIR", help="output folder (default: `out`, \"generated\")")
+        p.add_argument("--quiet", "-q", action="store_true", help="print diagnostics and the summary only")
+
+    gen = verbs.add_parser("generate", help="write the generated files",
+                           description="Render every spec into OUT/<spec name>/, writing only files that changed.")
+    common(gen)
+    gen.add_argument("--check", action="store_true",
+                     help="write nothing; print a diff of what would change and exit 1 if anything would")
+    gen.add_argument("--debug", action="store_true", help="generate the debug build (bounds-checked accessors)")
+
+    chk = verbs.add_parser("check", help="run every check (and optionally compile)",
+                           description="Declaration, binding, template-lint and drift checks; with --compile, "
+                           "NVRTC compiles every kernel for ARCH (no GPU needed).")
+    common(chk)
+    chk.add_argument("--compile", action="store_true", help="compile every generated kernel with NVRTC")
+    chk.add_argument("--arch", help="target architecture for --compile (default: `arch`, \"sm_90\")")
+    chk.add_argument("--report", action="store_true", help="with --compile: report registers and spills")
+    chk.add_argument("--format", choices=FORMATS, default="text", help="diagnostic format (default: text)")
+
+    show = verbs.add_parser("show", help="print layouts and kernel bindings",
+                            description="Print the layout tables of a spec and every kernel binding with its "
+                            "resolved strides. SPEC:LAYOUT prints one layout.")
+    show.add_argument("target", metavar="SPEC[:LAYOUT]")
+    return parser
+
+
+def _config(args: argparse.Namespace) -> Config:
+    overrides: dict[str, object] = {"out": getattr(args, "out", None), "arch": getattr(args, "arch", None)}
+    if getattr(args, "specs", None):
+        overrides["specs"] = tuple(args.specs)
+    return load_config(Path.cwd(), overrides)
+
+
+def _spec_files(config: Config, args: argparse.Namespace) -> list[Path]:
+    if args.specs:
+        return [Path(s).resolve() for s in args.specs]
+    return list(config.spec_paths)
+
+
+def _finish(diags: list[Diagnostic], n_specs: int, fmt: str, quiet: bool) -> int:
+    errors, warnings = counts(diags)
+    text = render(diags, fmt, color=fmt == "text" and sys.stdout.isatty())
+    if text:
+        sys.stdout.write(text)
+    if fmt == "text":
+        print(summary_line(errors, warnings, n_specs))
+    return EXIT_FAILED if errors else EXIT_OK
+
+
+def cmd_generate(args: argparse.Namespace) -> int:
+    config = _config(args)
+    results = [process_spec(config, path, debug=args.debug) for path in _spec_files(config, args)]
+    diags = [d for r in results for d in r.diagnostics]
+    if any(not r.ok for r in results):
+        return _finish(diags, len(results), "text", args.quiet)
+    changed: list[str] = []
+    for result in results:
+        assert result.plan is not None  # every result is ok, so each rendered a plan
+        if args.check:
+            diff = unified_diff(result.plan)
+            if diff:
+                sys.stdout.write(diff)
+            changed.extend(c.path for c in result.plan.changes)
+        else:
+            changed.extend(apply(config.root, result.plan))
+    if args.check:
+        if changed:
+            print(f"{len(changed)} generated file(s) would change; run `layoutgen generate`.")
+            return EXIT_FAILED
+        if not args.quiet:
+            print(f"Generated code is up to date ({len(results)} spec(s)).")
+        return EXIT_OK
+    if not args.quiet:
+        for path in changed:
+            print(f"wrote {path}")
+        print(f"{len(changed)} file(s) changed in {len(results)} spec(s).")
+    return _finish(diags, len(results), "text", True) if diags else EXIT_OK
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    config = _config(args)
+    results = [process_spec(config, path) for path in _spec_files(config, args)]
+    diags: list[Diagnostic] = [d for r in results for d in r.diagnostics]
+    for result in results:
+        diags.extend(drift_diagnostics(result, config.root))
+    if args.compile:
+        from .compile_all import compile_results  # imports CuPy's NVRTC only when asked
+
+        diags.extend(compile_results(results, config, report=args.report, progress=not args.quiet))
+    return _finish(diags, len(results), args.format, args.quiet)
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    from .show import show
+
+    config = load_config(Path.cwd())
+    target = args.target
+    spec_path, _, layout = target.partition(":") if not Path(target).exists() else (target, "", "")
+    return show(config, Path(spec_path), layout or None)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        handler = {"generate": cmd_generate, "check": cmd_check, "show": cmd_show}[args.verb]
+        return handler(args)
+    except ConfigError as exc:
+        print(f"layoutgen: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except LayoutgenError as exc:
+        print(exc, file=sys.stderr)
+        return EXIT_FAILED
+    except KeyboardInterrupt:
+        return 130

@@ -1,0 +1,147 @@
+"""Everything the templates place, computed in Python.
+
+Templates get these frozen records and only place their values: every stride,
+offset, width and index expression below is derived from the schema.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..kernels import Binding
+from ..schema import View
+from ..schema.dims import Size
+from ..unify import unify
+
+#: Element counts at or past this need 64-bit index arithmetic.
+INT32_LIMIT = 2**31
+
+
+@dataclass(frozen=True)
+class ViewModel:
+    """A generated C++ view struct for one field of one layout."""
+
+    struct: str  # C++ name: Window_snap
+    name: str  # Window.snap
+    layout: str
+    shape: str  # [B, K, 56]
+    dtype: str
+    cols: str
+    site: str
+    width: int
+    row_stride: int
+    offset: int
+    vector_bytes: int
+    symbols: tuple[str, ...]  # the layout's symbolic dims, stored in the struct
+    index_type: str  # "int" or "long long"
+    rows_expr: str  # C++ for the number of rows
+    indices: tuple[str, ...]  # accessor argument names, one per leading dim
+    row_index_expr: str  # C++ flattening ``indices`` into a row number
+    strides: str  # (56*K, 56, 1)
+
+
+@dataclass(frozen=True)
+class ParamModel:
+    name: str
+    access: str  # in / out / inout
+    c_type: str  # element type, const for inputs
+    view: ViewModel
+    shape: str  # the kernel's declared shape: [B, K, F]
+    contiguous: bool
+    vector: int | None
+
+
+@dataclass(frozen=True)
+class KernelModel:
+    name: str  # the generated kernel's name
+    kernel: str  # the declared kernel's name
+    template: str  # the template path relative to the project root
+    site: str
+    params: tuple[ParamModel, ...]
+    layout_symbols: tuple[str, ...]  # launch arguments: the layouts' symbolic dims
+    arguments: tuple[str, ...]  # the kernel's C++ parameter declarations, in launch order
+    static: tuple[tuple[str, int], ...]  # kernel symbol -> value, for constexprs
+    aliases: tuple[tuple[str, str], ...]  # kernel symbol -> layout symbol it equals
+    block: int
+    grid_param: str
+    grid_per: str  # row / element
+    grid_count: str  # C++ for the number of threads the launch needs
+    index_type: str
+
+
+def _index_type(size: Size) -> str:
+    return "int" if size.is_static and size.coef < INT32_LIMIT else "long long"
+
+
+def struct_name(view: View) -> str:
+    return view.name.replace(".", "_")
+
+
+def view_model(view: View, site: str) -> ViewModel:
+    layout = view.layout
+    total = Size.product(layout.shape)
+    index_type = _index_type(total)
+    leading = layout.dims
+    names = [f"i{n}" for n in range(len(leading))]
+    spelled = [str(d) for d in leading]
+    expr = names[0] if names else "0"
+    for name, dim in zip(names[1:], spelled[1:]):
+        expr = f"({expr}) * {dim} + {name}" if expr.count(" ") else f"{expr} * {dim} + {name}"
+    rows = layout.rows
+    return ViewModel(
+        struct=struct_name(view),
+        name=view.name,
+        layout=layout.name,
+        shape="[" + ", ".join(str(d) for d in layout.shape) + "]",
+        dtype=str(layout.dtype),
+        cols=view.cols,
+        site=site,
+        width=view.width,
+        row_stride=view.row_stride,
+        offset=view.offset,
+        vector_bytes=view.vector_bytes,
+        symbols=layout.symbols,
+        index_type=index_type,
+        rows_expr=rows.c_expr() if not rows.is_static else str(rows.coef),
+        indices=tuple(names),
+        row_index_expr=expr,
+        strides="(" + ", ".join(str(s) for s in view.strides) + ")",
+    )
+
+
+def kernel_model(binding: Binding, views: dict[str, ViewModel], template: str, site: str) -> KernelModel:
+    """The model of one binding; ``views`` maps view names to their structs."""
+    unified = unify(binding)
+    params = []
+    layout_symbols: dict[str, None] = {}
+    for param, view in binding.pairs:
+        model = views[view.name]
+        c_type = view.dtype.c_type
+        params.append(ParamModel(
+            name=param.name, access=param.access, c_type=c_type if param.writes else f"const {c_type}",
+            view=model, shape="[" + ", ".join(str(d) for d in param.shape) + "]",
+            contiguous=param.contiguous, vector=param.vector,
+        ))
+        for s in view.layout.symbols:
+            layout_symbols.setdefault(s, None)
+    grid = binding.kernel.grid
+    count = f"{grid.param}.rows()" + ("" if grid.per == "row" else f" * {grid.param}.width")
+    wide = any(p.view.index_type != "int" for p in params)
+    return KernelModel(
+        name=binding.name,
+        kernel=binding.kernel.name,
+        template=template,
+        site=site,
+        params=tuple(params),
+        layout_symbols=tuple(layout_symbols),
+        arguments=tuple(
+            [f"{p.c_type}* __restrict__ lg_{p.name}" for p in params] + [f"long long lg_{s}" for s in layout_symbols]
+        ),
+        static=tuple(sorted(unified.static.items())),
+        aliases=tuple(sorted(unified.symbolic.items())),
+        block=grid.block,
+        grid_param=grid.param,
+        grid_per=grid.per,
+        grid_count=count,
+        index_type="long long" if wide else "int",
+    )

@@ -1,0 +1,126 @@
+"""Rendering a spec into the text of its generated files.
+
+Data in, text out: this module writes nothing to disk (see :mod:`layoutgen.files`).
+"""
+
+from __future__ import annotations
+
+import traceback
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import jinja2
+
+from .. import __version__
+from ..kernels import Binding
+from ..schema.diagnostics import Diagnostic, Site
+from ..spec import Spec
+from .env import environment, split_marks
+from .model import KernelModel, ViewModel, kernel_model, view_model
+
+
+@dataclass(frozen=True)
+class Rendered:
+    """The generated files of one spec (paths relative to the root) or why they could not be made."""
+
+    files: dict[str, str]
+    diagnostics: tuple[Diagnostic, ...]
+
+
+def relative(path: str | Path, root: Path) -> str:
+    """``path`` relative to ``root`` with ``/`` separators (absolute when outside it)."""
+    resolved = Path(path).resolve()
+    try:
+        return resolved.relative_to(root.resolve()).as_posix()
+    except ValueError:
+        return resolved.as_posix()
+
+
+def site_text(site: Site | None, root: Path) -> str:
+    return f"{relative(site.path, root)}:{site.line}" if site else "(unknown)"
+
+
+def _template_error(exc: Exception, template: Path, binding: Binding) -> Diagnostic:
+    """A Jinja failure as LG402 at the template's own line."""
+    line = getattr(exc, "lineno", None)
+    if line is None:  # a runtime error: Jinja rewrites the traceback to the template
+        frames = [f for f in traceback.extract_tb(exc.__traceback__) if Path(f.filename) == template]
+        line = frames[-1].lineno if frames else None
+    message = exc.message if isinstance(exc, jinja2.TemplateError) and exc.message else str(exc)
+    site = Site(str(template), line) if line else binding.kernel.site
+    return Diagnostic(
+        "LG402", f"template of kernel `{binding.name}` failed to render: {message}", site,
+        hint="templates see the kernel's static symbols and `kernel`; names are case-sensitive",
+    )
+
+
+def _body(k: KernelModel, binding: Binding, root: Path) -> str:
+    env = environment(root)
+    template = env.get_template(k.template)
+    constants = dict(k.static)
+    rendered = template.render(**constants, kernel=k, params={p.name: p for p in k.params})
+    lines: list[str] = []
+    expected: int | None = None
+    marked = split_marks(rendered)
+    while marked and not marked[-1][1].strip():
+        marked.pop()
+    for source_line, text in marked:
+        if source_line is not None and source_line != expected:
+            lines.append(f'#line {source_line} "{k.template}"')
+        lines.append(text)
+        expected = None if source_line is None else source_line + 1
+    return "\n".join(lines)
+
+
+def render_spec(spec: Spec, root: Path, spec_path: str) -> Rendered:
+    """Every generated file of ``spec``: the views header and one ``.cu`` per binding.
+
+    ``spec_path`` is the spec module's path relative to ``root``, named in
+    each file's first line. Template problems come back as LG402 diagnostics
+    and no files.
+    """
+    from ..files import stamp  # late: files is a sibling layer
+
+    env = environment(root)
+    header = f"{spec.name}.cuh"
+    views: dict[str, ViewModel] = {}
+    struct_owner: dict[str, str] = {}
+    for binding in spec.kernels:
+        for _, view in binding.views:
+            if view.name not in views:
+                model = view_model(view, site_text(view.site, root))
+                owner = struct_owner.setdefault(model.struct, view.name)
+                if owner != view.name:  # `a_b` and `a.b` would share a name
+                    model = replace(model, struct=f"{model.struct}_{len(struct_owner)}")
+                views[view.name] = model
+    dtypes = {v.layout.dtype.name for b in spec.kernels for _, v in b.views}
+    files: dict[str, str] = {}
+    base = f"{spec.name}"
+    files[f"{base}/{header}"] = env.get_template("lg/views.cuh.j2").render(
+        spec=spec.name, views=list(views.values()), needs_fp16="f16" in dtypes, needs_bf16="bf16" in dtypes,
+    )
+    problems: list[Diagnostic] = []
+    for binding in spec.kernels:
+        template = binding.kernel.template_path
+        if not template.is_file():
+            problems.append(Diagnostic(
+                "LG402", f"template `{binding.kernel.template}` of kernel `{binding.kernel.name}` does not exist "
+                f"(looked for {relative(template, root)})", binding.kernel.site,
+                hint="template paths are relative to the file that declares the kernel",
+            ))
+            continue
+        k = kernel_model(binding, views, relative(template, root), site_text(binding.site, root))
+        try:
+            body = _body(k, binding, root)
+        except (jinja2.TemplateError, TypeError, ValueError, ArithmeticError) as exc:
+            problems.append(_template_error(exc, template, binding))
+            continue
+        files[f"{base}/{binding.name}.cu"] = env.get_template("lg/kernel.cu.j2").render(
+            k=k, spec=spec.name, header=header, body=body,
+        )
+    if problems:
+        return Rendered({}, tuple(problems))
+    stamped = {
+        path: stamp(text, comment="//", source=spec_path, version=__version__) for path, text in sorted(files.items())
+    }
+    return Rendered(stamped, ())

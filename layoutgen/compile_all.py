@@ -1,0 +1,49 @@
+"""``layoutgen check --compile``: NVRTC-compile every generated kernel offline."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+
+from .config import Config
+from .project import SpecResult
+from .runtime.cache import CubinCache
+from .runtime.nvrtc import CompileError, CompileRequest
+from .runtime.paths import cache_dir
+from .schema.diagnostics import Diagnostic, Site
+
+
+def compile_results(
+    results: Sequence[SpecResult], config: Config, *, report: bool = False, progress: bool = True
+) -> list[Diagnostic]:
+    """Compile each rendered kernel (through the cubin cache, so this also warms it)."""
+    cache = CubinCache(config.cache_path or cache_dir())
+    jobs = []
+    for result in results:
+        if result.spec is None or not result.files:
+            continue
+        headers = tuple(sorted(
+            (path.rsplit("/", 1)[-1], text) for path, text in result.files.items() if path.endswith(".cuh")
+        ))
+        jobs.extend((path, text, headers) for path, text in sorted(result.files.items()) if path.endswith(".cu"))
+    diags: list[Diagnostic] = []
+    show = progress and sys.stderr.isatty()
+    for n, (path, text, headers) in enumerate(jobs, start=1):
+        if show:
+            print(f"\rcompiling {n}/{len(jobs)} {path}\x1b[K", end="", file=sys.stderr, flush=True)
+        request = CompileRequest(source=text, name=path, headers=headers, arch=config.arch, report=report)
+        try:
+            compiled = cache.get_or_compile(request)
+        except CompileError as exc:
+            diags.extend(exc.diagnostics)
+            continue
+        if report:
+            for r in compiled.resources:
+                diags.append(Diagnostic(
+                    "LG505", f"{r.kernel}: {r.registers} registers, {r.spill_stores} bytes spill stores, "
+                    f"{r.spill_loads} bytes spill loads, {r.stack_frame} bytes stack frame ({config.arch})",
+                    Site(str(config.root / path), 1),
+                ))
+    if show:
+        print("\r\x1b[K", end="", file=sys.stderr, flush=True)
+    return diags
