@@ -9,7 +9,6 @@ from .config import Config
 from .project import SpecResult
 from .runtime.cache import CubinCache
 from .runtime.nvrtc import CompileError, CompileRequest
-from .runtime.paths import cache_dir
 from .schema.diagnostics import Diagnostic, Site
 
 
@@ -17,8 +16,8 @@ def compile_results(
     results: Sequence[SpecResult], config: Config, *, report: bool = False, progress: bool = True
 ) -> list[Diagnostic]:
     """Compile each rendered kernel (through the cubin cache, so this also warms it)."""
-    cache = CubinCache(config.cache_path or cache_dir())
-    jobs = []
+    cache = CubinCache(config.cache_path) if config.cache_path else CubinCache.default()
+    jobs: list[tuple[str, str, tuple[tuple[str, str], ...]]] = []
     for result in results:
         if result.spec is None or not result.files:
             continue

@@ -121,5 +121,5 @@ def environment(root: Path) -> jinja2.Environment:
         keep_trailing_newline=True,
         autoescape=False,
     )
-    env.filters.update(c_float=c_float, c_int=c_int, c_string=c_string)
+    env.filters.update(c_float=c_float, c_int=c_int, c_string=c_string, py=repr)
     return env

@@ -16,6 +16,7 @@ from ..kernels import Binding
 from ..schema.diagnostics import Diagnostic, Site
 from ..spec import Spec
 from .env import environment, split_marks
+from .pymodule import module_model
 from .model import KernelModel, ViewModel, kernel_model, view_model
 
 
@@ -120,7 +121,10 @@ def render_spec(spec: Spec, root: Path, spec_path: str) -> Rendered:
         )
     if problems:
         return Rendered({}, tuple(problems))
+    sites = {id(lay): site_text(lay.site, root) for lay in spec.layouts}
+    module = env.get_template("lg/module.py.j2").render(source=spec_path, **module_model(spec, sites))
+    python = {f"{base}/__init__.py": stamp(module, comment="#", source=spec_path, version=__version__)}
     stamped = {
         path: stamp(text, comment="//", source=spec_path, version=__version__) for path, text in sorted(files.items())
     }
-    return Rendered(stamped, ())
+    return Rendered({**stamped, **python}, ())

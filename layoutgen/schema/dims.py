@@ -47,6 +47,8 @@ class Dim:
 
 def dims(names: str) -> tuple[Dim, ...]:
     """Symbolic dims from a space-separated string: ``B, K = dims("B K")``."""
+    if not isinstance(names, str):
+        raise layout_error("LG110", f"dims() takes a string of names, got {names!r}", caller_site())
     return tuple(Dim(n) for n in names.split())
 
 

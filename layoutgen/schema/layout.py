@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from dataclasses import fields as dataclass_fields
 from typing import TYPE_CHECKING, Any
 
 from .diagnostics import Site, caller_site, layout_error
@@ -56,7 +57,11 @@ class Layout:
         resolved = resolve_dtype(dtype, f"the dtype of `{name}`", site)
         from .view import View  # the view module needs Layout; import late
 
-        reserved = frozenset(a for a in dir(View) + dir(Layout) if not a.startswith("_"))
+        # dir() misses dataclass fields without a class-level default (`dims`,
+        # `record`, `doc`, `layout`, `region`): list those too.
+        declared = [f.name for f in dataclass_fields(View) + dataclass_fields(Layout)]
+        attributes = dir(View) + dir(Layout) + declared
+        reserved = frozenset(a for a in attributes if not a.startswith("_"))
         record = resolve_record(fields, width, name, reserved, site)
         if not isinstance(read_only, bool):
             raise layout_error("LG110", f"`read_only` of `{name}` must be True or False, got {read_only!r}", site)

@@ -25,11 +25,29 @@ def field_of(view: View, array: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
             f"an array of `{layout.name}` must have shape [{', '.join(map(str, layout.shape))}], got {list(shape)}",
             site,
         )
+    bound: dict[str, tuple[int, int]] = {}  # symbol -> (its first axis, its size there)
     for axis, (dim, size) in enumerate(zip(layout.dims, shape)):
         if dim.size is not None and dim.size != size:
             raise layout_error(
                 "LG110", f"axis {axis} of an array of `{layout.name}` must be {dim.size}, got {size}", site
             )
+        if dim.size is None and str(dim.name) in bound and bound[str(dim.name)][1] != size:
+            first, first_size = bound[str(dim.name)]
+            raise layout_error(
+                "LG110",
+                f"axis {axis} of an array of `{layout.name}` must be `{dim.name}` = {first_size} "
+                f"(axis {first}), got {size}",
+                site,
+            )
+        if dim.size is None:
+            bound.setdefault(str(dim.name), (axis, size))
+    # numpy has no bf16: its storage type (uint16) or ml_dtypes' "bfloat16" stand in.
+    accepted = {layout.dtype.numpy_name or "bfloat16", layout.dtype.storage}
+    dtype = getattr(array, "dtype", None)
+    if str(dtype) not in accepted:
+        raise layout_error(
+            "LG110", f"an array of `{layout.name}` must have dtype {layout.dtype}, got {dtype}", site
+        )
     return array[..., view.offset : view.offset + view.width]
 
 

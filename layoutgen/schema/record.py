@@ -71,6 +71,8 @@ def _describe(entry: Entry) -> str:
 def _extent(entry: Entry, cursor: int, ctx: _Context, owner: str) -> tuple[int, int | None]:
     """The start column of ``entry`` and its stop when its declaration fixes it."""
     site, what = entry.site, _describe(entry)
+    if entry.width is not None and not _is_int(entry.width):
+        raise layout_error("LG110", f"{what} of `{owner}` must have an integer width, got {entry.width!r}", site)
     if entry.cols is not None:
         cols = entry.cols
         if not (isinstance(cols, tuple) and len(cols) == 2 and all(_is_int(c) for c in cols)):
@@ -93,8 +95,6 @@ def _extent(entry: Entry, cursor: int, ctx: _Context, owner: str) -> tuple[int, 
             )
         return start, stop
     if entry.width is not None:
-        if not _is_int(entry.width):
-            raise layout_error("LG110", f"{what} of `{owner}` must have an integer width, got {entry.width!r}", site)
         if entry.width <= 0:
             raise layout_error("LG103", f"{what} of `{owner}` must have a positive width, got {entry.width}", site)
         return cursor, cursor + entry.width
@@ -103,12 +103,14 @@ def _extent(entry: Entry, cursor: int, ctx: _Context, owner: str) -> tuple[int, 
     raise layout_error("LG110", f"{what} of `{owner}` needs a width or `cols=(start, stop)`", site)
 
 
-def _resolve_entry(entry: object, cursor: int, parent: str, ctx: _Context, owner: str) -> Region:
+def _resolve_entry(
+    entry: object, cursor: int, parent: str, ctx: _Context, owner: str, owner_site: Site | None
+) -> Region:
     if not isinstance(entry, (Field, Group, Pad)):
         raise layout_error(
             "LG110",
             f"the fields of `{owner}` must be Field, Group or Pad, got {type(entry).__name__} {entry!r}",
-            None,
+            owner_site,  # a non-entry has no site of its own: point at the list's owner
         )
     if not isinstance(entry, Pad):
         problem = name_problem(entry.name)
@@ -153,7 +155,7 @@ def _resolve_entries(
         raise layout_error("LG110", f"the fields of `{owner}` must be a list, got {entries!r}", owner_site)
     cursor, regions = lo, []
     for entry in entries:
-        region = _resolve_entry(entry, cursor, parent, ctx, owner)
+        region = _resolve_entry(entry, cursor, parent, ctx, owner, owner_site)
         if region.start < lo:
             raise layout_error(
                 "LG102",
@@ -179,6 +181,11 @@ def _label(region: Region) -> str:
     return f"padding at columns {region.cols}" if region.kind == "pad" else f"`{region.path}`"
 
 
+def _label_cols(region: Region) -> str:
+    """A region and its columns, said once: ``padding at columns 0..4`` (its label has them)."""
+    return _label(region) if region.kind == "pad" else f"{_label(region)} (columns {region.cols})"
+
+
 def _check_names(regions: list[Region], owner: str) -> None:
     seen: dict[str, Region] = {}
     for r in regions:
@@ -201,8 +208,7 @@ def _check_cover(ordered: list[Region], lo: int, owner: str) -> None:
         if previous is not None and r.start < previous.stop:
             raise layout_error(
                 "LG101",
-                f"{_label(r)} (columns {r.cols}) overlaps {_label(previous)} (columns {previous.cols}) "
-                f"in `{owner}`",
+                f"{_label_cols(r)} overlaps {_label_cols(previous)} in `{owner}`",
                 r.site if (r.site and previous.site and (r.site.line >= previous.site.line)) else previous.site,
                 hint="give each column to one field; use a Group to name a range that contains others",
             )

@@ -1,0 +1,104 @@
+"""Per-call host overhead: generated launcher (with validation) vs raw CuPy vs Triton.
+
+Run on a GPU machine from the repository root:
+
+    PYTHONPATH=. python3 benchmarks/bench_launch.py
+
+Each row launches an empty kernel with the same five arrays and two sizes,
+N times back to back, and reports the host time per call (median of several
+rounds). Prints a table; no assertion.
+"""
+
+from __future__ import annotations
+
+import importlib
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+N, ROUNDS = 20000, 7
+
+try:  # Triton resolves a kernel's globals at compile time: define it at module level
+    import triton
+    import triton.language as tl
+
+    @triton.jit
+    def triton_empty(x, w, b, g, y, nb, nk, BLOCK: tl.constexpr):  # type: ignore[no-untyped-def]
+        pass
+
+except ImportError as exc:  # pragma: no cover - reported in the table
+    triton_empty = None
+    TRITON_MISSING = str(exc)
+
+
+def per_call_us(fn: Callable[[], None], sync: Callable[[], None]) -> float:
+    for _ in range(2000):
+        fn()
+    sync()
+    rounds = []
+    for _ in range(ROUNDS):
+        start = time.perf_counter()
+        for _ in range(N):
+            fn()
+        sync()
+        rounds.append((time.perf_counter() - start) / N * 1e6)
+    return statistics.median(rounds)
+
+
+def generated_module(out: Path):  # type: ignore[no-untyped-def]
+    from layoutgen.cli import main
+
+    code = main(["generate", "--quiet", "--out", str(out.relative_to(ROOT)), str(ROOT / "benchmarks/launch/spec.py")])
+    if code:
+        sys.exit(code)
+    sys.path.insert(0, str(out))
+    return importlib.import_module("launch_bench")
+
+
+def main() -> None:
+    import cupy
+    import numpy as np
+
+    B, K = 64, 32
+    x = cupy.random.standard_normal((B, K, 56), dtype=cupy.float32)
+    w = cupy.random.standard_normal((40, 40), dtype=cupy.float32)
+    b = cupy.random.standard_normal(40, dtype=cupy.float32)
+    gates = cupy.empty((B, K, 40), cupy.float32)
+    y = cupy.empty((B, K, 40), cupy.float32)
+    sync = cupy.cuda.runtime.deviceSynchronize
+
+    with tempfile.TemporaryDirectory(dir=ROOT) as tmp:
+        module = generated_module(Path(tmp))
+        launcher = module.empty
+        rows: list[tuple[str, float]] = []
+        rows.append(("layoutgen launcher (validates 5 arrays)", per_call_us(lambda: launcher(x, w, b, gates, y), sync)))
+
+        fn = module._empty.function(cupy.cuda.runtime.getDevice(), "sm_90")
+        grid, block = ((B * K + 127) // 128,), (128,)
+        nb, nk = np.int64(B), np.int64(K)
+        rows.append(("raw CuPy RawKernel call", per_call_us(lambda: fn(grid, block, (x, w, b, gates, y, nb, nk)), sync)))
+
+    if triton_empty is not None:
+        import torch
+
+        tx, tw, tb, tg, ty = (torch.as_tensor(a, device="cuda") for a in (x, w, b, gates, y))
+        launch = lambda: triton_empty[grid](tx, tw, tb, tg, ty, B, K, BLOCK=128)  # noqa: E731
+        rows.append(("Triton launch (torch tensors)", per_call_us(launch, torch.cuda.synchronize)))
+        # the generated launcher on the same torch tensors: attributes read directly, no conversion
+        rows.append(("layoutgen launcher on torch tensors", per_call_us(lambda: launcher(tx, tw, tb, tg, ty), sync)))
+    else:
+        rows.append((f"Triton unavailable: {TRITON_MISSING}", float("nan")))
+
+    base = rows[1][1]
+    print(f"{'path':<44} {'µs/call':>9} {'vs raw CuPy':>12}")
+    for name, us in rows:
+        print(f"{name:<44} {us:>9.2f} {us / base:>11.2f}×")
+    print(f"device: {cupy.cuda.runtime.getDeviceProperties(0)['name'].decode()}, N={N}, median of {ROUNDS} rounds")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,230 @@
+"""The project's settings: ``[tool.layoutgen]`` in ``pyproject.toml``.
+
+One frozen :class:`Config`, read by :func:`load_config` from the nearest
+``pyproject.toml`` and overridden by the command line. Every value is checked
+on the way in; a bad one raises :class:`ConfigError` naming the key, what it
+must be, what it got and where it came from.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import os
+import re
+import tomllib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath, PureWindowsPath
+from typing import Any
+
+from .schema.diagnostics import display_path
+
+#: Every key of ``[tool.layoutgen]``, with a one-line description and its
+#: default; the configuration docs are generated from this table.
+KEYS: dict[str, str] = {
+    "specs": "spec modules to generate from, paths relative to the project root (default: none)",
+    "out": 'folder for generated code, relative to the project root (default: "generated")',
+    "arch": 'GPU architecture NVRTC compiles for, like "sm_90" or "sm_90a" (default: "sm_90")',
+    "debug": "generate bounds-checked accessors and NaN/Inf scans after launches (default: false)",
+    "cache_dir": "folder for compiled kernels, relative to the project root (default: layoutgen's user cache)",
+}
+
+_ARCH_RE = re.compile(r"sm_\d+a?")
+
+
+class ConfigError(ValueError):
+    """A setting in ``[tool.layoutgen]`` or an override is unknown or invalid."""
+
+
+class _Invalid(Exception):
+    """Raised by a checker with what the value must be; the caller adds the rest."""
+
+    def __init__(self, expected: str) -> None:
+        super().__init__(expected)
+        self.expected = expected
+
+
+def _path_text(value: object) -> str:
+    """A non-empty path as text; accepts str and os.PathLike (for overrides)."""
+    if isinstance(value, os.PathLike):
+        value = Path(value).as_posix()
+    if not isinstance(value, str) or not value:
+        raise _Invalid("a non-empty path")
+    return value
+
+
+def _check_specs(value: object) -> tuple[str, ...]:
+    expected = 'a list of paths to spec modules, like ["examples/vsn/spec.py"]'
+    if not isinstance(value, (list, tuple)):
+        raise _Invalid(expected)
+    try:
+        return tuple(_path_text(item) for item in value)
+    except _Invalid:
+        raise _Invalid(expected) from None
+
+
+def _check_out(value: object) -> str:
+    expected = 'a folder inside the project, like "generated"'
+    try:
+        text = _path_text(value)
+    except _Invalid:
+        raise _Invalid(expected) from None
+    pure = PurePosixPath(text)
+    # Output folders are scanned for generated files to delete: keep them
+    # inside the project, never the project root itself.
+    if pure.is_absolute() or PureWindowsPath(text).is_absolute() or ".." in pure.parts or str(pure) == ".":
+        raise _Invalid(expected)
+    return str(pure)
+
+
+def _check_arch(value: object) -> str:
+    if not isinstance(value, str) or not _ARCH_RE.fullmatch(value):
+        raise _Invalid('a string like "sm_90"')
+    return value
+
+
+def _check_debug(value: object) -> bool:
+    if not isinstance(value, bool):
+        raise _Invalid("true or false")
+    return value
+
+
+def _check_cache_dir(value: object) -> str | None:
+    if value is None:
+        return None
+    try:
+        return _path_text(value)
+    except _Invalid:
+        raise _Invalid('a path to a folder, like ".cache/layoutgen"') from None
+
+
+_CHECKS: dict[str, Callable[[object], object]] = {
+    "specs": _check_specs,
+    "out": _check_out,
+    "arch": _check_arch,
+    "debug": _check_debug,
+    "cache_dir": _check_cache_dir,
+}
+
+
+def _shown(value: object) -> str:
+    """A value as the user would write it in TOML: "text", true, [1, 2]."""
+    if isinstance(value, os.PathLike):
+        value = os.fspath(value)
+    try:
+        return json.dumps(value, ensure_ascii=False)
+    except (TypeError, ValueError):
+        return repr(value)
+
+
+def _check(key: str, value: object, label: str, source: str) -> object:
+    try:
+        return _CHECKS[key](value)
+    except _Invalid as bad:
+        where = f" ({source})" if source else ""
+        raise ConfigError(f"`{label}` must be {bad.expected}, got {_shown(value)}{where}") from None
+
+
+@dataclass(frozen=True)
+class Config:
+    """layoutgen's settings for one project; build it with :func:`load_config`.
+
+    ``specs``, ``out`` and a relative ``cache_dir`` are relative to ``root``.
+    Values are checked on construction too (ConfigError).
+    """
+
+    root: Path
+    specs: tuple[str, ...] = ()
+    out: str = "generated"
+    arch: str = "sm_90"
+    debug: bool = False
+    cache_dir: str | None = None
+
+    def __post_init__(self) -> None:
+        for key in KEYS:
+            object.__setattr__(self, key, _check(key, getattr(self, key), f"Config.{key}", ""))
+
+    @property
+    def spec_paths(self) -> tuple[Path, ...]:
+        """The spec modules as paths under the root."""
+        return tuple(self.root / s for s in self.specs)
+
+    @property
+    def out_path(self) -> Path:
+        """The output folder as a path under the root."""
+        return self.root / self.out
+
+    @property
+    def cache_path(self) -> Path | None:
+        """The cache folder (``~`` expanded, relative to the root), or None for the default."""
+        return None if self.cache_dir is None else self.root / Path(self.cache_dir).expanduser()
+
+
+def find_root(start: Path) -> Path | None:
+    """The nearest folder at or above ``start`` that holds a ``pyproject.toml``."""
+    start = start.resolve()
+    if start.is_file():
+        start = start.parent
+    for folder in (start, *start.parents):
+        if (folder / "pyproject.toml").is_file():
+            return folder
+    return None
+
+
+def _unknown(key: str, problem: str) -> ConfigError:
+    close = difflib.get_close_matches(key, KEYS, n=1)
+    if close:
+        advice = f"did you mean `{close[0]}`?"
+    else:
+        advice = "known keys: " + ", ".join(f"`{k}`" for k in KEYS)
+    return ConfigError(f"{problem}; {advice}")
+
+
+def _read_table(pyproject: Path) -> dict[str, object]:
+    """The ``[tool.layoutgen]`` table of a pyproject.toml; empty when it has none."""
+    source = display_path(str(pyproject))
+    try:
+        with pyproject.open("rb") as f:
+            data = tomllib.load(f)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{source} is not valid TOML: {exc}") from None
+    except OSError as exc:
+        raise ConfigError(f"cannot read {source}: {exc.strerror}") from None
+    tool = data.get("tool", {})
+    table = tool.get("layoutgen", {}) if isinstance(tool, dict) else {}
+    if not isinstance(table, dict):
+        raise ConfigError(f"`[tool.layoutgen]` must be a table, got {_shown(table)} ({source})")
+    return table
+
+
+def load_config(start: Path | None = None, overrides: Mapping[str, object] | None = None) -> Config:
+    """Read the settings of the project that holds ``start`` (default: the cwd).
+
+    The root is the nearest folder with a ``pyproject.toml``, or ``start``
+    itself when there is none (then every setting has its default).
+    ``overrides`` (from the command line) replace file values; None values
+    are ignored. Raises :class:`ConfigError` for an unknown key, a value of
+    the wrong type or form, or a pyproject.toml that cannot be read.
+    """
+    start = (start or Path.cwd()).resolve()
+    root = find_root(start)
+    values: dict[str, Any] = {}  # Any: each value passed _check, which fixes its type
+    if root is None:
+        root = start.parent if start.is_file() else start
+    else:
+        pyproject = root / "pyproject.toml"
+        source = display_path(str(pyproject))
+        table = _read_table(pyproject)
+        for key in sorted(table):
+            if key not in KEYS:
+                raise _unknown(key, f"`[tool.layoutgen]` has no key `{key}` ({source})")
+        for key in KEYS:
+            if key in table:
+                values[key] = _check(key, table[key], f"[tool.layoutgen].{key}", source)
+    for key, value in sorted((overrides or {}).items()):
+        if key not in KEYS:
+            raise _unknown(key, f"there is no setting `{key}` to override")
+        if value is not None:
+            values[key] = _check(key, value, key, "override")
+    return Config(root, **values)

@@ -1,0 +1,135 @@
+"""Rendering diagnostics: one small renderer per output format.
+
+``text`` is for people (``path:line: error[LG201]: message`` and a hint),
+``json`` for tools, ``github`` for GitHub Actions annotations. Each renderer
+takes diagnostics in the order given and returns text that ends with a
+newline, or the empty string for none (json always renders a document).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable
+
+from .schema.diagnostics import CODES, Diagnostic, Severity, display_path
+
+#: The names :func:`render` accepts, the first the default.
+FORMATS = ("text", "json", "github")
+
+_RESET = "\x1b[0m"
+_BOLD = "\x1b[1m"
+_SEVERITY_COLOR = {Severity.ERROR: "\x1b[31m", Severity.WARNING: "\x1b[33m"}  # red, yellow
+
+
+def counts(diags: Iterable[Diagnostic]) -> tuple[int, int]:
+    """The number of errors and of warnings among ``diags``."""
+    severities = [d.severity for d in diags]
+    return severities.count(Severity.ERROR), severities.count(Severity.WARNING)
+
+
+def format_text(diags: Iterable[Diagnostic], *, color: bool = False) -> str:
+    """``path:line: error[LG201]: message`` per diagnostic, then ``  hint: ...``.
+
+    With ``color``, the severity is red (error) or yellow (warning) and the
+    code bold, as ANSI escapes; without, the text is plain.
+    """
+    out: list[str] = []
+    for d in diags:
+        where = f"{d.site}: " if d.site else ""
+        severity, code = d.severity.value, d.code
+        if color:
+            severity = f"{_SEVERITY_COLOR[d.severity]}{severity}{_RESET}"
+            code = f"{_BOLD}{code}{_RESET}"
+        out.append(f"{where}{severity}[{code}]: {d.message}\n")
+        if d.hint:
+            out.append(f"  hint: {d.hint}\n")
+    return "".join(out)
+
+
+def format_json(diags: Iterable[Diagnostic]) -> str:
+    """A JSON document (version 1) of every diagnostic and a summary of counts.
+
+    ``path`` is shown as in the text format (relative to the working
+    directory where it lies under it); ``path``, ``line`` and ``hint`` are
+    null when absent. Keys are sorted, so output is stable.
+    """
+    items = list(diags)
+    errors, warnings = counts(items)
+    document = {
+        "version": 1,
+        "diagnostics": [
+            {
+                "code": d.code,
+                "name": CODES[d.code].name,
+                "severity": d.severity.value,
+                "message": d.message,
+                "path": display_path(d.site.path) if d.site else None,
+                "line": d.site.line if d.site else None,
+                "hint": d.hint,
+            }
+            for d in items
+        ],
+        "summary": {"errors": errors, "warnings": warnings},
+    }
+    return json.dumps(document, indent=2, sort_keys=True) + "\n"
+
+
+def _escape_data(text: str) -> str:
+    # GitHub's rules for a workflow command's message.
+    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def _escape_property(text: str) -> str:
+    # A property value also ends at ":" (the message) and "," (the next property).
+    return _escape_data(text).replace(":", "%3A").replace(",", "%2C")
+
+
+def format_github(diags: Iterable[Diagnostic]) -> str:
+    """GitHub Actions workflow commands: ``::error file=...,line=...,title=...::message``.
+
+    The hint follows the message on a new line; without a site, ``file`` and
+    ``line`` are left out.
+    """
+    out: list[str] = []
+    for d in diags:
+        properties = []
+        if d.site:
+            properties.append(f"file={_escape_property(display_path(d.site.path))}")
+            properties.append(f"line={d.site.line}")
+        properties.append(f"title={_escape_property(f'{d.code} {CODES[d.code].name}')}")
+        message = d.message + (f"\nhint: {d.hint}" if d.hint else "")
+        out.append(f"::{d.severity.value} {','.join(properties)}::{_escape_data(message)}\n")
+    return "".join(out)
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
+def summary_line(n_errors: int, n_warnings: int, n_specs: int) -> str:
+    """The closing line of a check, like "Found 2 errors, 1 warning in 3 specs."."""
+    if min(n_errors, n_warnings, n_specs) < 0:
+        raise ValueError(f"counts must be 0 or more, got {n_errors}, {n_warnings}, {n_specs}")
+    specs = _plural(n_specs, "spec")
+    if n_errors == 0 and n_warnings == 0:
+        return f"All checks passed: {specs}, no errors."
+    found = _plural(n_errors, "error") if n_errors else "no errors"
+    if n_warnings:
+        found += f", {_plural(n_warnings, 'warning')}"
+    return f"Found {found} in {specs}."
+
+
+def render(diags: Iterable[Diagnostic], fmt: str, *, color: bool = False) -> str:
+    """Render ``diags`` in the format named ``fmt`` (one of :data:`FORMATS`).
+
+    ``color`` applies to the text format only. Raises ValueError for a format
+    that is not in :data:`FORMATS`.
+    """
+    renderers: dict[str, Callable[[Iterable[Diagnostic]], str]] = {
+        "text": lambda items: format_text(items, color=color),
+        "json": format_json,
+        "github": format_github,
+    }
+    if fmt not in renderers:
+        raise ValueError(f"`fmt` must be one of {', '.join(FORMATS)}, got {fmt!r}")
+    return renderers[fmt](diags)

@@ -1,0 +1,243 @@
+"""A content-addressed on-disk cache of cubins, safe across processes.
+
+An entry for key ``k`` (:meth:`CompileRequest.key`) is two files in
+``<dir>/<k[:2]>/``: ``k.cubin`` and the sidecar ``k.json`` (NVRTC's log, the
+parsed resources, the cubin's sha256 and size, the request's name and arch).
+``k.lock`` is the entry's lock file; it stays.
+
+- Writes are atomic: each file goes to a temporary file in the same folder,
+  is fsynced and ``os.replace``\\d into place, the cubin first and the
+  sidecar last, so a sidecar never names a missing or partial cubin.
+- Reads check the cubin's size and sha256 against the sidecar. An entry that
+  fails (corrupted or truncated cubin, unreadable sidecar, one half missing)
+  is removed and rebuilt, never returned.
+- Compiling takes a per-key ``fcntl.flock`` and looks in the cache again
+  inside the lock, so processes that race on one kernel compile it once.
+  Every removal and write happens under that lock. Where ``fcntl`` does not
+  exist (Windows) there is no lock: racing processes may compile twice, but
+  atomic writes still keep every entry whole.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import hashlib
+import json
+import os
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, Literal
+
+from .nvrtc import CompileRequest, CompileResult, KernelResources, compile_cubin, nvrtc_version
+from .paths import cubin_cache_dir
+
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - Windows
+    fcntl = None  # type: ignore[assignment]
+
+__all__ = ["CubinCache"]
+
+_FORMAT = 1
+_State = Literal["ok", "absent", "partial", "corrupt"]
+_RESOURCE_FIELDS = tuple(f.name for f in dataclasses.fields(KernelResources))
+
+
+class CubinCache:
+    """Cubins on disk under ``directory``, keyed by :meth:`CompileRequest.key`.
+
+    The counters count this object's calls: ``hits`` (entries returned),
+    ``misses`` (no valid entry found), ``compiles`` (NVRTC runs) and
+    ``evicted`` (broken entries removed). Methods raise ``OSError`` when the
+    folder cannot be created, read or written.
+    """
+
+    def __init__(self, directory: Path | str) -> None:
+        self.directory = Path(directory)
+        self.hits = 0
+        self.misses = 0
+        self.compiles = 0
+        self.evicted = 0
+
+    @classmethod
+    def default(cls) -> CubinCache:
+        """The cache at :func:`~layoutgen.runtime.paths.cubin_cache_dir`. Raises nothing."""
+        return cls(cubin_cache_dir())
+
+    def __repr__(self) -> str:
+        return (
+            f"CubinCache({str(self.directory)!r}, hits={self.hits}, misses={self.misses}, "
+            f"compiles={self.compiles}, evicted={self.evicted})"
+        )
+
+    def paths(self, key: str) -> tuple[Path, Path]:
+        """The cubin and sidecar paths of the entry for ``key``. Raises nothing."""
+        folder = self.directory / key[:2]
+        return folder / f"{key}.cubin", folder / f"{key}.json"
+
+    def lookup(self, req: CompileRequest) -> CompileResult | None:
+        """The cached result for ``req`` (``origin="cache"``), or None.
+
+        A broken entry is removed (under the entry's lock) and None returned.
+        Raises :class:`~layoutgen.runtime.nvrtc.NvrtcUnavailableError` (from
+        the key) and ``OSError``.
+        """
+        key = req.key()
+        state, result = self._read(key)
+        if state == "absent":
+            self.misses += 1
+            return None
+        if state != "ok":  # maybe mid-write by another process: decide under the lock
+            with self._locked(key):
+                result = self._lookup_locked(key)
+        if result is None:
+            self.misses += 1
+        else:
+            self.hits += 1
+        return result
+
+    def store(self, req: CompileRequest, result: CompileResult) -> None:
+        """Write ``result`` as the entry for ``req``, atomically, under the entry's lock.
+
+        Raises :class:`~layoutgen.runtime.nvrtc.NvrtcUnavailableError` (from
+        the key) and ``OSError``.
+        """
+        key = req.key()
+        with self._locked(key):
+            self._store_locked(key, req, result)
+
+    def get_or_compile(self, req: CompileRequest) -> CompileResult:
+        """The cached result for ``req``, or compile, store and return it.
+
+        ``origin`` on the result says which. Only one process compiles a
+        given key at a time; the others wait and then read its entry.
+        Raises :class:`~layoutgen.runtime.nvrtc.CompileError` (errors are not
+        cached), :class:`~layoutgen.runtime.nvrtc.NvrtcUnavailableError` and
+        ``OSError``.
+        """
+        key = req.key()
+        _, result = self._read(key)
+        if result is None:
+            with self._locked(key):
+                result = self._lookup_locked(key)
+                if result is None:
+                    self.misses += 1
+                    self.compiles += 1
+                    compiled = compile_cubin(req)
+                    self._store_locked(key, req, compiled)
+                    return compiled
+        self.hits += 1
+        return result
+
+    # -- inside the lock --------------------------------------------------
+
+    @contextlib.contextmanager
+    def _locked(self, key: str) -> Iterator[None]:
+        folder = self.directory / key[:2]
+        folder.mkdir(parents=True, exist_ok=True)
+        with open(folder / f"{key}.lock", "a+b") as handle:
+            if fcntl is not None:
+                fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
+            try:
+                # Anyone writing this entry holds the lock: temp files now are stale.
+                for stale in folder.glob(f"{key}.*.tmp"):
+                    stale.unlink(missing_ok=True)
+                yield
+            finally:
+                if fcntl is not None:
+                    fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+
+    def _lookup_locked(self, key: str) -> CompileResult | None:
+        state, result = self._read(key)
+        if state in ("partial", "corrupt"):
+            for path in self.paths(key):
+                path.unlink(missing_ok=True)
+            self.evicted += 1
+        return result
+
+    def _store_locked(self, key: str, req: CompileRequest, result: CompileResult) -> None:
+        cubin_path, meta_path = self.paths(key)
+        major, minor = nvrtc_version()
+        meta = {
+            "format": _FORMAT,
+            "key": key,
+            "name": req.name,
+            "arch": req.arch,
+            "nvrtc": f"{major}.{minor}",
+            "cubin_sha256": hashlib.sha256(result.cubin).hexdigest(),
+            "cubin_size": len(result.cubin),
+            "log": result.log,
+            "resources": [dataclasses.asdict(r) for r in result.resources],
+        }
+        text = json.dumps(meta, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
+        _write_atomic(cubin_path, result.cubin)
+        _write_atomic(meta_path, text.encode("utf-8"))
+        _fsync_dir(cubin_path.parent)
+
+    # -- reading ------------------------------------------------------------
+
+    def _read(self, key: str) -> tuple[_State, CompileResult | None]:
+        """Read an entry without locking or removing anything."""
+        cubin_path, meta_path = self.paths(key)
+        try:
+            meta_bytes = meta_path.read_bytes()  # sidecar first: it is written last
+        except FileNotFoundError:
+            return ("partial" if cubin_path.exists() else "absent"), None
+        try:
+            cubin = cubin_path.read_bytes()
+        except FileNotFoundError:
+            return "corrupt", None
+        try:
+            return "ok", _decode(key, meta_bytes, cubin)
+        except (ValueError, TypeError, KeyError):
+            return "corrupt", None
+
+
+def _decode(key: str, meta_bytes: bytes, cubin: bytes) -> CompileResult:
+    """A result from a sidecar and a cubin; ValueError/TypeError/KeyError if they disagree."""
+    meta: Any = json.loads(meta_bytes.decode("utf-8"))
+    if not isinstance(meta, dict) or meta.get("format") != _FORMAT or meta.get("key") != key:
+        raise ValueError("sidecar of another format or key")
+    if meta["cubin_size"] != len(cubin) or meta["cubin_sha256"] != hashlib.sha256(cubin).hexdigest():
+        raise ValueError("cubin does not match its sidecar")
+    log = meta["log"]
+    if not isinstance(log, str):
+        raise TypeError("log must be a string")
+    resources = []
+    for entry in meta["resources"]:
+        if sorted(entry) != sorted(_RESOURCE_FIELDS) or not isinstance(entry["kernel"], str):
+            raise ValueError("bad resources entry")
+        numbers = [entry[f] for f in _RESOURCE_FIELDS[1:]]
+        if not all(type(n) is int for n in numbers):
+            raise TypeError("resource sizes must be integers")
+        resources.append(KernelResources(entry["kernel"], *numbers))
+    return CompileResult(cubin, log, tuple(resources), origin="cache")
+
+
+def _write_atomic(path: Path, data: bytes) -> None:
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f"{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _fsync_dir(folder: Path) -> None:
+    """Make the renames durable; a no-op where folders cannot be opened (Windows)."""
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)

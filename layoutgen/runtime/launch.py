@@ -1,0 +1,204 @@
+"""Generated launchers: validate every argument against its layout, then launch.
+
+A generated module builds one :class:`KernelLauncher` per kernel binding from
+plain data (:class:`LayoutSpec`, :class:`ParamSpec`). Calling it reads each
+array's pointer, shape, strides and dtype (:mod:`.arrays`), checks them
+against the layout, binds the symbolic dims consistently across arguments,
+and launches on the current CuPy stream or the one passed. Nothing is
+compiled until the first launch; the cubin comes from the on-disk cache.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..schema.diagnostics import Diagnostic, LayoutgenError
+from .arrays import ArrayInfo, ArrayKindError, array_info
+
+
+class LaunchError(LayoutgenError, ValueError):
+    """An argument does not match its layout; nothing was launched (LG6xx)."""
+
+
+def _error(code: str, message: str, hint: str | None = None) -> LaunchError:
+    return LaunchError(Diagnostic(code, message, None, hint))
+
+
+@dataclass(frozen=True)
+class LayoutSpec:
+    """A layout as the runtime checks it: leading dims (names or sizes), width, dtype."""
+
+    name: str
+    dims: tuple[str | int, ...]
+    width: int
+    dtype: str  # numpy name
+    itemsize: int
+
+    @property
+    def shape_text(self) -> str:
+        return "[" + ", ".join(str(d) for d in (*self.dims, self.width)) + "]"
+
+    def strides(self, shape: tuple[int, ...]) -> tuple[int, ...]:
+        """The packed element strides of an array of this layout with ``shape``."""
+        out, step = [], 1
+        for size in reversed(shape):
+            out.append(step)
+            step *= size
+        return tuple(reversed(out))
+
+
+@dataclass(frozen=True)
+class ParamSpec:
+    """One kernel parameter: its name, access, layout, the view it reads and the alignment it needs."""
+
+    name: str
+    access: str  # "in" / "out" / "inout"
+    layout: LayoutSpec
+    view: str  # "Window.snap"
+    align: int  # bytes the base pointer must be aligned to
+
+    @property
+    def writes(self) -> bool:
+        return self.access != "in"
+
+
+@dataclass(frozen=True)
+class KernelSpec:
+    """A generated kernel: its file, function name, parameters and grid."""
+
+    name: str
+    source: str  # file name in the module folder
+    params: tuple[ParamSpec, ...]
+    symbols: tuple[str, ...]  # layout symbols passed after the pointers, in order
+    grid_param: int  # index of the parameter the grid follows
+    per_element: bool  # one thread per element (else per row)
+    block: int
+
+
+def _describe(info: ArrayInfo) -> str:
+    shape = "[" + ", ".join(map(str, info.shape)) + "]"
+    return f"shape {shape}, strides {info.strides} (elements), {info.dtype} on device {info.device}"
+
+
+def check_param(kernel: str, p: ParamSpec, info: ArrayInfo, bound: dict[str, int], device: int) -> None:
+    """Raise :class:`LaunchError` when ``info`` does not fit ``p``; bind its symbols into ``bound``."""
+    who = f"`{kernel}.{p.name}` ({p.view}, layout {p.layout.name} {p.layout.shape_text} {p.layout.dtype})"
+    lay = p.layout
+    if len(info.shape) != len(lay.dims) + 1 or info.shape[-1] != lay.width:
+        raise _error("LG601", f"{who} got an array of {_describe(info)}",
+                     hint=f"pass the whole {lay.name} array, shape {lay.shape_text}, not a slice of it")
+    if info.dtype != lay.dtype:
+        raise _error("LG602", f"{who} needs {lay.dtype} elements, got {_describe(info)}")
+    for axis, (dim, size) in enumerate(zip(lay.dims, info.shape)):
+        if isinstance(dim, int):
+            if size != dim:
+                raise _error("LG601", f"{who} axis {axis} must be {dim}, got {_describe(info)}")
+        elif bound.setdefault(dim, size) != size:
+            raise _error("LG603", f"{who} axis {axis} is `{dim}` = {size}, but `{dim}` = {bound[dim]} from an "
+                         f"earlier argument; got {_describe(info)}", hint=f"every `{dim}` of one launch must agree")
+    expected = lay.strides(info.shape)
+    if any(s != e and n > 1 for s, e, n in zip(info.strides, expected, info.shape)):
+        raise _error("LG604", f"{who} needs packed strides {expected} (elements), got {_describe(info)}",
+                     hint="pass a contiguous array (e.g. `.copy()` / `.contiguous()`); a transposed or sliced "
+                     "array would be read as if it were packed")
+    if info.device != device:
+        raise _error("LG605", f"{who} is on device {info.device} but the launch is on device {device}")
+    if info.ptr % p.align:
+        raise _error("LG606", f"{who} needs its base pointer aligned to {p.align} bytes, got 0x{info.ptr:x}")
+    if p.writes and info.readonly:
+        raise _error("LG607", f"{who} is written by the kernel but the array is read-only (e.g. a JAX buffer)",
+                     hint="pass a writable array, such as a CuPy or torch one")
+
+
+@dataclass(eq=False)
+class KernelLauncher:
+    """Validates arguments and launches one generated kernel; compiles on first use."""
+
+    spec: KernelSpec
+    folder: Path  # the generated module's folder
+    header: str  # the views header's file name
+    _functions: dict[tuple[int, str], Any] = field(default_factory=dict, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def bind(self, arrays: tuple[Any, ...], device: int) -> tuple[list[int], dict[str, int]]:
+        """Every argument checked; the pointers and the bound symbols."""
+        spec = self.spec
+        if len(arrays) != len(spec.params):
+            raise _error("LG601", f"`{spec.name}` takes {len(spec.params)} arrays, got {len(arrays)}")
+        bound: dict[str, int] = {}
+        pointers = []
+        for p, a in zip(spec.params, arrays):
+            try:
+                info = array_info(a)
+            except ArrayKindError as exc:
+                raise _error("LG608", f"`{spec.name}.{p.name}` ({p.view}): {exc}",
+                             hint="pass a device array: CuPy, torch (CUDA) or JAX") from None
+            check_param(spec.name, p, info, bound, device)
+            pointers.append(info.ptr)
+        return pointers, bound
+
+    def grid(self, arrays: tuple[Any, ...], bound: dict[str, int]) -> int:
+        p = self.spec.params[self.spec.grid_param]
+        rows = 1
+        for d in p.layout.dims:
+            rows *= d if isinstance(d, int) else bound[d]
+        count = rows * (p.layout.width if self.spec.per_element else 1)
+        return count
+
+    def function(self, device: int, arch: str) -> Any:
+        key = (device, arch)
+        fn = self._functions.get(key)
+        if fn is None:
+            with self._lock:
+                fn = self._functions.get(key)
+                if fn is None:
+                    fn = self._functions[key] = _load(self.folder, self.header, self.spec, arch)
+        return fn
+
+    def __call__(self, *arrays: Any, stream: Any = None) -> None:
+        import cupy
+
+        device = cupy.cuda.runtime.getDevice()
+        pointers, bound = self.bind(arrays, device)
+        threads = self.grid(arrays, bound)
+        if threads == 0:
+            return
+        fn = self.function(device, _arch(device))
+        block = self.spec.block
+        import numpy as np
+
+        args = tuple(np.uint64(p) for p in pointers) + tuple(np.int64(bound[s]) for s in self.spec.symbols)
+        fn(((threads + block - 1) // block,), (block,), args,
+           stream=stream if stream is not None else cupy.cuda.get_current_stream())
+
+
+_ARCHS: dict[int, str] = {}
+
+
+def _arch(device: int) -> str:
+    arch = _ARCHS.get(device)
+    if arch is None:
+        import cupy
+
+        arch = _ARCHS[device] = f"sm_{cupy.cuda.Device(device).compute_capability}"
+    return arch
+
+
+def _load(folder: Path, header: str, spec: KernelSpec, arch: str) -> Any:
+    """Compile (or fetch from the cache) and load one kernel."""
+    import cupy
+
+    from .cache import CubinCache
+    from .nvrtc import CompileRequest
+
+    source = (folder / spec.source).read_text(encoding="utf-8")
+    headers = ((header, (folder / header).read_text(encoding="utf-8")),)
+    request = CompileRequest(source=source, name=f"{folder.name}/{spec.source}", headers=headers, arch=arch)
+    cache = CubinCache.default()
+    cache.get_or_compile(request)
+    cubin_path, _ = cache.paths(request.key())
+    module = cupy.RawModule(path=str(cubin_path))
+    return module.get_function(spec.name)

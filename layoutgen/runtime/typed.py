@@ -1,0 +1,66 @@
+"""Layout types for mypy: ``Array[Window]`` is not an ``Array[Features]``.
+
+CuPy ships no type information, so layoutgen types arrays with a thin generic
+wrapper whose parameter is a phantom layout class generated for each layout.
+Launchers accept either a typed ``Array[...]`` of their layout or any device
+array (CuPy, torch, JAX: anything with ``__dlpack_device__``); passing an
+``Array`` of another layout is a type error. At run time the wrapper costs
+one attribute read.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar, Generic, Protocol, TypeVar
+
+from .launch import LaunchError, LayoutSpec, check_param, ParamSpec
+from .arrays import array_info
+
+
+class DeviceArray(Protocol):
+    """Any array that speaks DLPack: CuPy, torch and JAX arrays."""
+
+    def __dlpack_device__(self) -> Any: ...
+
+
+class LayoutTag:
+    """Base of the generated layout classes (phantom types; never instantiated)."""
+
+    spec: ClassVar[LayoutSpec]
+
+    @classmethod
+    def empty(cls: type[L], *shape: int) -> Array[L]:
+        """A new uninitialised CuPy array of this layout; ``shape`` gives the leading dims."""
+        import cupy
+
+        return Array(cupy.empty((*shape, cls.spec.width), dtype=cls.spec.dtype))
+
+    @classmethod
+    def wrap(cls: type[L], data: Any) -> Array[L]:
+        """``data`` checked against this layout (shape, dtype, packed strides) and typed."""
+        param = ParamSpec("array", "inout", cls.spec, cls.spec.name, cls.spec.itemsize)
+        info = array_info(data)
+        check_param("wrap", param, info, {}, info.device)
+        return Array(data)
+
+
+L = TypeVar("L", bound=LayoutTag)
+
+
+class Array(Generic[L]):
+    """A device array typed by its layout. ``.data`` is the array itself."""
+
+    __slots__ = ("data",)
+
+    def __init__(self, data: Any) -> None:
+        self.data = data
+
+    def __repr__(self) -> str:
+        return f"Array({self.data!r})"
+
+
+def unwrap(a: Any) -> Any:
+    """The device array inside an :class:`Array`, or ``a`` itself."""
+    return a.data if type(a) is Array else a
+
+
+__all__ = ["Array", "DeviceArray", "LaunchError", "LayoutTag", "unwrap"]

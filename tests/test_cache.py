@@ -1,0 +1,228 @@
+"""The on-disk cubin cache: hits, misses, corruption and racing processes."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import multiprocessing
+import os
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from layoutgen.runtime import paths
+from layoutgen.runtime.cache import CubinCache
+from layoutgen.runtime.nvrtc import CompileError, CompileRequest, CompileResult, compile_cubin
+
+SRC = r"""
+extern "C" __global__ void axpy(float a, const float* x, float* y, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) y[i] = a * x[i] + y[i];
+}
+"""
+REQ = CompileRequest(SRC, "generated/axpy.cu", report=True)
+
+
+@pytest.fixture(scope="module")
+def compiled() -> CompileResult:
+    return compile_cubin(REQ)
+
+
+def entry_files(directory: Path) -> list[str]:
+    """Every file under the cache, relative and sorted."""
+    return sorted(str(p.relative_to(directory)) for p in directory.rglob("*") if p.is_file())
+
+
+def expected_files(key: str, *suffixes: str) -> list[str]:
+    return sorted(f"{key[:2]}/{key}{s}" for s in suffixes)
+
+
+def test_miss_compiles_then_hits(tmp_path: Path) -> None:
+    cache = CubinCache(tmp_path)
+    first = cache.get_or_compile(REQ)
+    second = cache.get_or_compile(REQ)
+    assert (first.origin, second.origin) == ("compiled", "cache")
+    assert second == first and second.resources and second.resources[0].registers > 0
+    assert (cache.hits, cache.misses, cache.compiles, cache.evicted) == (1, 1, 1, 0)
+    key = REQ.key()
+    assert entry_files(tmp_path) == expected_files(key, ".cubin", ".json", ".lock")
+    other = CubinCache(tmp_path)  # another process's view of the same folder
+    assert other.lookup(REQ) == first and (other.hits, other.misses) == (1, 0)
+
+
+def test_sidecar_contents(tmp_path: Path, compiled: CompileResult) -> None:
+    cache = CubinCache(tmp_path)
+    cache.store(REQ, compiled)
+    cubin_path, meta_path = cache.paths(REQ.key())
+    assert cubin_path.read_bytes() == compiled.cubin
+    meta = json.loads(meta_path.read_text())
+    assert meta["key"] == REQ.key()
+    assert (meta["name"], meta["arch"]) == ("generated/axpy.cu", "sm_90")
+    assert meta["cubin_sha256"] == hashlib.sha256(compiled.cubin).hexdigest()
+    assert meta["cubin_size"] == len(compiled.cubin)
+    assert meta["log"] == compiled.log
+    assert meta["resources"][0]["kernel"] == "axpy"
+
+
+def test_lookup_of_an_absent_entry(tmp_path: Path) -> None:
+    cache = CubinCache(tmp_path)
+    assert cache.lookup(REQ) is None
+    assert (cache.hits, cache.misses) == (0, 1)
+    assert entry_files(tmp_path) == []  # a plain miss takes no lock, writes nothing
+
+
+def test_store_then_lookup(tmp_path: Path, compiled: CompileResult) -> None:
+    cache = CubinCache(tmp_path)
+    cache.store(REQ, compiled)
+    found = cache.lookup(REQ)
+    assert found == compiled and found is not None and found.origin == "cache"
+
+
+def _write(path: Path, data: bytes) -> None:
+    path.write_bytes(data)
+
+
+def _flip_cubin_byte(cubin: Path, meta: Path) -> None:
+    data = bytearray(cubin.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    cubin.write_bytes(bytes(data))
+
+
+def _set_meta(**changes: Any) -> Callable[[Path, Path], None]:
+    def corrupt(cubin: Path, meta: Path) -> None:
+        doc = json.loads(meta.read_text())
+        doc.update(changes)
+        meta.write_text(json.dumps(doc))
+
+    return corrupt
+
+
+CORRUPTIONS: dict[str, Callable[[Path, Path], None]] = {
+    "flipped-byte": _flip_cubin_byte,
+    "truncated-cubin": lambda cubin, meta: _write(cubin, cubin.read_bytes()[:100]),
+    "empty-cubin": lambda cubin, meta: _write(cubin, b""),
+    "missing-cubin": lambda cubin, meta: cubin.unlink(),
+    "missing-sidecar": lambda cubin, meta: meta.unlink(),
+    "garbage-sidecar": lambda cubin, meta: _write(meta, b"\x00{not json"),
+    "truncated-sidecar": lambda cubin, meta: _write(meta, meta.read_bytes()[:40]),
+    "sidecar-not-an-object": lambda cubin, meta: _write(meta, b"[1, 2]"),
+    "wrong-sha": _set_meta(cubin_sha256="0" * 64),
+    "wrong-key": _set_meta(key="f" * 64),
+    "bad-resources": _set_meta(resources=[{"kernel": "axpy", "registers": "many"}]),
+    "resources-wrong-type": _set_meta(
+        resources=[dict(kernel="axpy", registers=1.5, spill_stores=0, spill_loads=0, stack_frame=0, shared_bytes=0)]
+    ),
+    "log-not-text": _set_meta(log=7),
+}
+
+
+@pytest.mark.parametrize("damage", sorted(CORRUPTIONS))
+def test_broken_entry_is_removed_and_rebuilt(tmp_path: Path, compiled: CompileResult, damage: str) -> None:
+    cache = CubinCache(tmp_path)
+    cache.store(REQ, compiled)
+    key = REQ.key()
+    CORRUPTIONS[damage](*cache.paths(key))
+    assert cache.lookup(REQ) is None
+    assert (cache.hits, cache.misses, cache.evicted) == (0, 1, 1)
+    assert entry_files(tmp_path) == expected_files(key, ".lock")  # both halves gone
+
+    CORRUPTIONS[damage](*_store_again(cache, compiled))
+    rebuilt = cache.get_or_compile(REQ)  # the broken entry is never returned
+    assert rebuilt.origin == "compiled"
+    assert (rebuilt.cubin, rebuilt.resources) == (compiled.cubin, compiled.resources)  # logs carry timings
+    assert (cache.compiles, cache.evicted) == (1, 2)
+    fresh = CubinCache(tmp_path).lookup(REQ)
+    assert fresh == rebuilt and fresh is not None and fresh.origin == "cache"
+
+
+def _store_again(cache: CubinCache, result: CompileResult) -> tuple[Path, Path]:
+    cache.store(REQ, result)
+    return cache.paths(REQ.key())
+
+
+def test_writes_cubin_before_sidecar(tmp_path: Path, compiled: CompileResult, monkeypatch: pytest.MonkeyPatch) -> None:
+    order: list[str] = []
+    real_replace = os.replace
+
+    def replace(src: str, dst: str | Path) -> None:
+        order.append(Path(dst).suffix)
+        real_replace(src, dst)
+
+    monkeypatch.setattr(os, "replace", replace)
+    CubinCache(tmp_path).store(REQ, compiled)
+    assert order == [".cubin", ".json"]
+
+
+def test_failed_write_leaves_no_entry_and_no_temp_files(
+    tmp_path: Path, compiled: CompileResult, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def replace(src: str, dst: str | Path) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(os, "replace", replace)
+    with pytest.raises(OSError, match="No space left"):
+        CubinCache(tmp_path).store(REQ, compiled)
+    assert entry_files(tmp_path) == expected_files(REQ.key(), ".lock")
+
+
+def test_stale_temp_files_are_cleaned_under_the_lock(tmp_path: Path, compiled: CompileResult) -> None:
+    cache = CubinCache(tmp_path)
+    key = REQ.key()
+    folder = tmp_path / key[:2]
+    folder.mkdir()
+    (folder / f"{key}.cubin.x1y2.tmp").write_bytes(b"half a cubin")  # a writer that was killed
+    cache.store(REQ, compiled)
+    assert entry_files(tmp_path) == expected_files(key, ".cubin", ".json", ".lock")
+
+
+def test_compile_errors_are_not_cached(tmp_path: Path) -> None:
+    cache = CubinCache(tmp_path)
+    bad = CompileRequest("int x = ;\n", "generated/bad.cu")
+    for _ in range(2):
+        with pytest.raises(CompileError):
+            cache.get_or_compile(bad)
+    assert cache.compiles == 2
+    assert entry_files(tmp_path) == expected_files(bad.key(), ".lock")
+
+
+def _compile_in_child(directory: str, barrier: Any, queue: Any) -> None:
+    barrier.wait()
+    result = CubinCache(Path(directory)).get_or_compile(REQ)
+    queue.put((result.origin, hashlib.sha256(result.cubin).hexdigest()))
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="needs fork and fcntl")
+def test_racing_processes_compile_once(tmp_path: Path) -> None:
+    key = REQ.key()  # loads NVRTC before the fork, so that the children start together
+    ctx = multiprocessing.get_context("fork")
+    barrier, queue = ctx.Barrier(4), ctx.Queue()
+    procs = [ctx.Process(target=_compile_in_child, args=(str(tmp_path), barrier, queue)) for _ in range(4)]
+    for p in procs:
+        p.start()
+    results = [queue.get(timeout=60) for _ in procs]
+    for p in procs:
+        p.join(timeout=60)
+        assert p.exitcode == 0
+    assert sorted(origin for origin, _ in results) == ["cache", "cache", "cache", "compiled"]
+    assert len({digest for _, digest in results}) == 1
+    assert entry_files(tmp_path) == expected_files(key, ".cubin", ".json", ".lock")
+    found = CubinCache(tmp_path).lookup(REQ)
+    assert found is not None and hashlib.sha256(found.cubin).hexdigest() == results[0][1]
+
+
+# -- where the cache lives -------------------------------------------------------
+
+
+def test_cache_dir_overrides(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv(paths.CACHE_DIR_ENV, str(tmp_path / "lg"))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert paths.cache_dir() == tmp_path / "lg"
+    assert CubinCache.default().directory == tmp_path / "lg" / "cubin"
+    monkeypatch.delenv(paths.CACHE_DIR_ENV)
+    assert paths.cache_dir() == tmp_path / "xdg" / "layoutgen"
+    monkeypatch.delenv("XDG_CACHE_HOME")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert paths.cache_dir() == tmp_path / "home" / ".cache" / "layoutgen"

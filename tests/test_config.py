@@ -1,0 +1,230 @@
+"""`[tool.layoutgen]` settings: defaults, finding the root, overrides, errors."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pytest
+
+from layoutgen.config import KEYS, Config, ConfigError, find_root, load_config
+
+
+def project(root: Path, table: str | None, extra: str = "") -> Path:
+    """A pyproject.toml in ``root`` with the given ``[tool.layoutgen]`` body."""
+    text = '[project]\nname = "demo"\n' + extra
+    if table is not None:
+        text += "\n[tool.layoutgen]\n" + table
+    (root / "pyproject.toml").write_text(text)
+    return root
+
+
+@pytest.fixture
+def root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """An empty project folder that is also the working directory."""
+    monkeypatch.chdir(tmp_path)
+    return tmp_path.resolve()
+
+
+def error(root: Path, table: str, overrides: dict[str, object] | None = None) -> str:
+    project(root, table)
+    with pytest.raises(ConfigError) as caught:
+        load_config(root, overrides)
+    return str(caught.value)
+
+
+# --- reading --------------------------------------------------------------
+
+
+def test_reads_every_key(root: Path) -> None:
+    project(
+        root,
+        'specs = ["examples/vsn/spec.py", "b.py"]\nout = "gen/"\narch = "sm_90a"\n'
+        'debug = true\ncache_dir = ".cache/lg"\n',
+    )
+    assert load_config(root) == Config(
+        root, ("examples/vsn/spec.py", "b.py"), out="gen", arch="sm_90a", debug=True, cache_dir=".cache/lg"
+    )
+
+
+def test_missing_table_gives_defaults(root: Path) -> None:
+    project(root, None)
+    config = load_config(root)
+    assert config == Config(root, (), "generated", "sm_90", False, None)
+
+
+def test_missing_pyproject_uses_the_start_folder(root: Path) -> None:
+    if find_root(root) is not None:
+        pytest.skip("the temporary folder lies inside a project")
+    assert load_config(root) == Config(root)
+    assert load_config() == Config(root)  # the working directory
+
+
+def test_root_is_the_nearest_pyproject(root: Path) -> None:
+    project(root, 'arch = "sm_80"\n')
+    deep = root / "examples" / "vsn"
+    deep.mkdir(parents=True)
+    (deep / "spec.py").write_text("")
+    assert find_root(deep) == root
+    assert find_root(deep / "spec.py") == root
+    config = load_config(deep)
+    assert (config.root, config.arch) == (root, "sm_80")
+    project(deep, None)
+    assert find_root(deep) == deep
+
+
+def test_paths(root: Path) -> None:
+    config = load_config(project(root, 'specs = ["a/spec.py"]\ncache_dir = "c"\n'))
+    assert config.spec_paths == (root / "a/spec.py",)
+    assert config.out_path == root / "generated"
+    assert config.cache_path == root / "c"
+    assert Config(root).cache_path is None
+    assert Config(root, cache_dir="/abs/cache").cache_path == Path("/abs/cache")
+
+
+# --- overrides ------------------------------------------------------------
+
+
+def test_overrides_replace_file_values(root: Path) -> None:
+    project(root, 'arch = "sm_80"\nout = "gen"\n')
+    config = load_config(root, {"arch": "sm_90", "debug": True, "specs": [Path("x/spec.py")], "out": None})
+    assert (config.arch, config.debug, config.specs, config.out) == ("sm_90", True, ("x/spec.py",), "gen")
+
+
+def test_override_errors(root: Path) -> None:
+    project(root, None)
+    with pytest.raises(ConfigError) as caught:
+        load_config(root, {"arch": "90"})
+    assert str(caught.value) == '`arch` must be a string like "sm_90", got "90" (override)'
+    with pytest.raises(ConfigError) as caught:
+        load_config(root, {"archh": "sm_90"})
+    assert str(caught.value) == "there is no setting `archh` to override; did you mean `arch`?"
+
+
+# --- errors ---------------------------------------------------------------
+
+
+def test_wrong_arch_type(root: Path) -> None:
+    assert error(root, "arch = 90\n") == (
+        '`[tool.layoutgen].arch` must be a string like "sm_90", got 90 (pyproject.toml)'
+    )
+
+
+@pytest.mark.parametrize("arch", ["sm90", "sm_", "compute_90", "sm_90b", "SM_90", "sm_90a "])
+def test_wrong_arch_form(root: Path, arch: str) -> None:
+    assert error(root, f'arch = "{arch}"\n') == (
+        f'`[tool.layoutgen].arch` must be a string like "sm_90", got "{arch}" (pyproject.toml)'
+    )
+
+
+@pytest.mark.parametrize("arch", ["sm_70", "sm_90", "sm_90a", "sm_100a", "sm_120"])
+def test_good_arch(root: Path, arch: str) -> None:
+    project(root, f'arch = "{arch}"\n')
+    assert load_config(root).arch == arch
+
+
+@pytest.mark.parametrize(
+    ("table", "message"),
+    [
+        (
+            'specs = "spec.py"\n',
+            '`[tool.layoutgen].specs` must be a list of paths to spec modules, like ["examples/vsn/spec.py"],'
+            ' got "spec.py" (pyproject.toml)',
+        ),
+        (
+            'specs = ["a.py", 3]\n',
+            '`[tool.layoutgen].specs` must be a list of paths to spec modules, like ["examples/vsn/spec.py"],'
+            ' got ["a.py", 3] (pyproject.toml)',
+        ),
+        (
+            'debug = "yes"\n',
+            '`[tool.layoutgen].debug` must be true or false, got "yes" (pyproject.toml)',
+        ),
+        (
+            "debug = 1\n",
+            "`[tool.layoutgen].debug` must be true or false, got 1 (pyproject.toml)",
+        ),
+        (
+            'out = "../elsewhere"\n',
+            '`[tool.layoutgen].out` must be a folder inside the project, like "generated",'
+            ' got "../elsewhere" (pyproject.toml)',
+        ),
+        (
+            'out = "/tmp/gen"\n',
+            '`[tool.layoutgen].out` must be a folder inside the project, like "generated",'
+            ' got "/tmp/gen" (pyproject.toml)',
+        ),
+        (
+            'out = "."\n',
+            '`[tool.layoutgen].out` must be a folder inside the project, like "generated",'
+            ' got "." (pyproject.toml)',
+        ),
+        (
+            "cache_dir = false\n",
+            '`[tool.layoutgen].cache_dir` must be a path to a folder, like ".cache/layoutgen",'
+            " got false (pyproject.toml)",
+        ),
+    ],
+)
+def test_wrong_values(root: Path, table: str, message: str) -> None:
+    assert error(root, table) == message
+
+
+def test_unknown_key_suggests_the_closest(root: Path) -> None:
+    assert error(root, 'outt = "gen"\n') == (
+        "`[tool.layoutgen]` has no key `outt` (pyproject.toml); did you mean `out`?"
+    )
+    assert error(root, 'cache-dir = "c"\n') == (
+        "`[tool.layoutgen]` has no key `cache-dir` (pyproject.toml); did you mean `cache_dir`?"
+    )
+
+
+def test_unknown_key_without_a_close_match_lists_the_keys(root: Path) -> None:
+    assert error(root, "verbose = true\n") == (
+        "`[tool.layoutgen]` has no key `verbose` (pyproject.toml);"
+        " known keys: `specs`, `out`, `arch`, `debug`, `cache_dir`"
+    )
+
+
+def test_source_is_shown_relative_to_the_working_directory(root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    project(root, "arch = 90\n")
+    (root / "sub").mkdir()
+    monkeypatch.chdir(root / "sub")
+    with pytest.raises(ConfigError) as caught:
+        load_config()
+    assert str(caught.value).endswith(f"got 90 ({root / 'pyproject.toml'})")
+
+
+def test_table_that_is_not_a_table(root: Path) -> None:
+    (root / "pyproject.toml").write_text('[tool]\nlayoutgen = "on"\n')
+    with pytest.raises(ConfigError) as caught:
+        load_config(root)
+    assert str(caught.value) == '`[tool.layoutgen]` must be a table, got "on" (pyproject.toml)'
+
+
+def test_invalid_toml(root: Path) -> None:
+    (root / "pyproject.toml").write_text("[tool.layoutgen\n")
+    with pytest.raises(ConfigError, match=r"^pyproject.toml is not valid TOML: "):
+        load_config(root)
+
+
+def test_config_error_is_a_value_error() -> None:
+    assert issubclass(ConfigError, ValueError)
+
+
+def test_config_checks_on_construction(root: Path) -> None:
+    with pytest.raises(ConfigError) as caught:
+        Config(root, arch="sm90")
+    assert str(caught.value) == '`Config.arch` must be a string like "sm_90", got "sm90"'
+    assert Config(root, ["a.py"]).specs == ("a.py",)  # type: ignore[arg-type]
+
+
+# --- the key table --------------------------------------------------------
+
+
+def test_keys_document_every_setting() -> None:
+    fields = [f.name for f in dataclasses.fields(Config) if f.name != "root"]
+    assert list(KEYS) == fields
+    for key, doc in KEYS.items():
+        assert "(default: " in doc, key
+        assert "\n" not in doc, key

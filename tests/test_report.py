@@ -1,0 +1,177 @@
+"""Rendering diagnostics as text, JSON and GitHub annotations; summary lines."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from layoutgen.report import (
+    FORMATS,
+    counts,
+    format_github,
+    format_json,
+    format_text,
+    render,
+    summary_line,
+)
+from layoutgen.schema.diagnostics import Diagnostic, Site
+
+MESSAGE = (
+    "variable_selection_fwd.x needs contiguous rows (stride 40) but is bound to Window.snap,"
+    " row stride 56 (Window [B, K, 56], snap = columns 0..40)"
+)
+HINT = "drop contiguous=True to read the strided view, or copy the field out first"
+
+
+@pytest.fixture
+def diags(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> list[Diagnostic]:
+    """An error with site and hint, a warning with neither, an error with a site only."""
+    monkeypatch.chdir(tmp_path)
+    return [
+        Diagnostic("LG201", MESSAGE, Site(str(tmp_path / "examples/vsn/spec.py"), 42), HINT),
+        Diagnostic("LG505", "kernel `vsn_fwd`: 40 registers, 0 spills"),
+        Diagnostic("LG503", "layoutgen did not generate `g/x.cu`", Site(str(tmp_path / "g/x.cu"), 1)),
+    ]
+
+
+def test_text(diags: list[Diagnostic]) -> None:
+    assert format_text(diags) == (
+        f"examples/vsn/spec.py:42: error[LG201]: {MESSAGE}\n"
+        f"  hint: {HINT}\n"
+        "warning[LG505]: kernel `vsn_fwd`: 40 registers, 0 spills\n"
+        "g/x.cu:1: error[LG503]: layoutgen did not generate `g/x.cu`\n"
+    )
+
+
+def test_text_matches_diagnostic_str(diags: list[Diagnostic]) -> None:
+    assert format_text(diags) == "".join(f"{d}\n" for d in diags)
+
+
+def test_text_color(diags: list[Diagnostic]) -> None:
+    assert format_text(diags[:2], color=True) == (
+        f"examples/vsn/spec.py:42: \x1b[31merror\x1b[0m[\x1b[1mLG201\x1b[0m]: {MESSAGE}\n"
+        f"  hint: {HINT}\n"
+        "\x1b[33mwarning\x1b[0m[\x1b[1mLG505\x1b[0m]: kernel `vsn_fwd`: 40 registers, 0 spills\n"
+    )
+    assert "\x1b" not in format_text(diags)
+
+
+def test_absolute_path_outside_the_working_directory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "cwd").mkdir()
+    monkeypatch.chdir(tmp_path / "cwd")
+    outside = str(tmp_path / "spec.py")
+    d = Diagnostic("LG201", "m", Site(outside, 3))
+    assert format_text([d]) == f"{outside}:3: error[LG201]: m\n"
+    assert json.loads(format_json([d]))["diagnostics"][0]["path"] == outside
+
+
+def test_json(diags: list[Diagnostic]) -> None:
+    assert format_json(diags[:2]) == (
+        "{\n"
+        '  "diagnostics": [\n'
+        "    {\n"
+        '      "code": "LG201",\n'
+        f'      "hint": "{HINT}",\n'
+        '      "line": 42,\n'
+        f'      "message": "{MESSAGE}",\n'
+        '      "name": "not-contiguous",\n'
+        '      "path": "examples/vsn/spec.py",\n'
+        '      "severity": "error"\n'
+        "    },\n"
+        "    {\n"
+        '      "code": "LG505",\n'
+        '      "hint": null,\n'
+        '      "line": null,\n'
+        '      "message": "kernel `vsn_fwd`: 40 registers, 0 spills",\n'
+        '      "name": "compile-report",\n'
+        '      "path": null,\n'
+        '      "severity": "warning"\n'
+        "    }\n"
+        "  ],\n"
+        '  "summary": {\n'
+        '    "errors": 1,\n'
+        '    "warnings": 1\n'
+        "  },\n"
+        '  "version": 1\n'
+        "}\n"
+    )
+
+
+def test_json_of_nothing() -> None:
+    assert json.loads(format_json([])) == {"version": 1, "diagnostics": [], "summary": {"errors": 0, "warnings": 0}}
+
+
+def test_json_escapes_what_json_must() -> None:
+    d = Diagnostic("LG501", 'nvrtc: "x.cu"(3): error\n\tbad')
+    assert json.loads(format_json([d]))["diagnostics"][0]["message"] == 'nvrtc: "x.cu"(3): error\n\tbad'
+
+
+def test_github(diags: list[Diagnostic]) -> None:
+    assert format_github(diags) == (
+        "::error file=examples/vsn/spec.py,line=42,title=LG201 not-contiguous::"
+        f"{MESSAGE}%0Ahint: {HINT}\n"
+        "::warning title=LG505 compile-report::kernel `vsn_fwd`: 40 registers, 0 spills\n"
+        "::error file=g/x.cu,line=1,title=LG503 foreign-file::layoutgen did not generate `g/x.cu`\n"
+    )
+
+
+def test_github_escaping(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    d = Diagnostic(
+        "LG501",
+        "100% wrong: a, b\r\nnext line",
+        Site(str(tmp_path / "odd,name:100%.py"), 7),
+        "fix: 50%, then\nretry",
+    )
+    assert format_github([d]) == (
+        "::error file=odd%2Cname%3A100%25.py,line=7,title=LG501 compile-error::"
+        "100%25 wrong: a, b%0D%0Anext line%0Ahint: fix: 50%25, then%0Aretry\n"
+    )
+
+
+def test_empty_renders_nothing() -> None:
+    assert format_text([]) == ""
+    assert format_github([]) == ""
+
+
+@pytest.mark.parametrize(
+    ("errors", "warnings", "specs", "line"),
+    [
+        (2, 1, 3, "Found 2 errors, 1 warning in 3 specs."),
+        (1, 0, 1, "Found 1 error in 1 spec."),
+        (0, 0, 3, "All checks passed: 3 specs, no errors."),
+        (0, 0, 1, "All checks passed: 1 spec, no errors."),
+        (0, 0, 0, "All checks passed: 0 specs, no errors."),
+        (0, 2, 1, "Found no errors, 2 warnings in 1 spec."),
+        (0, 1, 2, "Found no errors, 1 warning in 2 specs."),
+        (3, 2, 0, "Found 3 errors, 2 warnings in 0 specs."),
+    ],
+)
+def test_summary_line(errors: int, warnings: int, specs: int, line: str) -> None:
+    assert summary_line(errors, warnings, specs) == line
+
+
+def test_summary_line_rejects_negative_counts() -> None:
+    with pytest.raises(ValueError, match="counts must be 0 or more, got -1, 0, 1"):
+        summary_line(-1, 0, 1)
+
+
+def test_counts(diags: list[Diagnostic]) -> None:
+    assert counts(diags) == (2, 1)
+    assert counts(iter(diags)) == (2, 1)
+
+
+def test_render_dispatches(diags: list[Diagnostic]) -> None:
+    assert FORMATS == ("text", "json", "github")
+    assert render(diags, "text") == format_text(diags)
+    assert render(diags, "text", color=True) == format_text(diags, color=True)
+    assert render(iter(diags), "json") == format_json(diags)
+    assert render(diags, "github") == format_github(diags)
+
+
+def test_render_unknown_format() -> None:
+    with pytest.raises(ValueError) as caught:
+        render([], "xml")
+    assert str(caught.value) == "`fmt` must be one of text, json, github, got 'xml'"
