@@ -40,7 +40,6 @@ def _parser() -> argparse.ArgumentParser:
     common(gen)
     gen.add_argument("--check", action="store_true",
                      help="write nothing; print a diff of what would change and exit 1 if anything would")
-    gen.add_argument("--debug", action="store_true", help="generate the debug build (bounds-checked accessors)")
 
     chk = verbs.add_parser("check", help="run every check (and optionally compile)",
                            description="Declaration, binding, template-lint and drift checks; with --compile, "
@@ -83,11 +82,12 @@ def _finish(diags: list[Diagnostic], n_specs: int, fmt: str, quiet: bool) -> int
 
 def cmd_generate(args: argparse.Namespace) -> int:
     config = _config(args)
-    results = [process_spec(config, path, debug=args.debug) for path in _spec_files(config, args)]
+    results = [process_spec(config, path) for path in _spec_files(config, args)]
     diags = [d for r in results for d in r.diagnostics]
     if any(not r.ok for r in results):
         return _finish(diags, len(results), "text", args.quiet)
     changed: list[str] = []
+    deleted: set[str] = set()
     for result in results:
         assert result.plan is not None  # every result is ok, so each rendered a plan
         if args.check:
@@ -96,6 +96,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
                 sys.stdout.write(diff)
             changed.extend(c.path for c in result.plan.changes)
         else:
+            deleted.update(c.path for c in result.plan.changes if c.kind == "delete")
             changed.extend(apply(config.root, result.plan))
     if args.check:
         if changed:
@@ -106,7 +107,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
         return EXIT_OK
     if not args.quiet:
         for path in changed:
-            print(f"wrote {path}")
+            print(f"{'deleted' if path in deleted else 'wrote'} {path}")
         print(f"{len(changed)} file(s) changed in {len(results)} spec(s).")
     return _finish(diags, len(results), "text", True) if diags else EXIT_OK
 

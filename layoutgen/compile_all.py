@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
+from dataclasses import replace
+from pathlib import Path
 
 from .config import Config
 from .project import SpecResult
@@ -34,7 +36,8 @@ def compile_results(
         try:
             compiled = cache.get_or_compile(request)
         except CompileError as exc:
-            diags.extend(exc.diagnostics)
+            # NVRTC names files as the generated code does: relative to the project root.
+            diags.extend(_at_root(d, config) for d in exc.diagnostics)
             continue
         if report:
             for r in compiled.resources:
@@ -46,3 +49,10 @@ def compile_results(
     if show:
         print("\r\x1b[K", end="", file=sys.stderr, flush=True)
     return diags
+
+
+def _at_root(diag: Diagnostic, config: Config) -> Diagnostic:
+    """``diag`` with a relative site made absolute under the project root (shown relative to the cwd)."""
+    if diag.site is None or Path(diag.site.path).is_absolute():
+        return diag
+    return replace(diag, site=Site(str(config.root / diag.site.path), diag.site.line))

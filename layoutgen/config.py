@@ -26,7 +26,6 @@ KEYS: dict[str, str] = {
     "specs": "spec modules to generate from, paths relative to the project root (default: none)",
     "out": 'folder for generated code, relative to the project root (default: "generated")',
     "arch": 'GPU architecture NVRTC compiles for, like "sm_90" or "sm_90a" (default: "sm_90")',
-    "debug": "generate bounds-checked accessors and NaN/Inf scans after launches (default: false)",
     "cache_dir": "folder for compiled kernels, relative to the project root (default: layoutgen's user cache)",
 }
 
@@ -84,12 +83,6 @@ def _check_arch(value: object) -> str:
     return value
 
 
-def _check_debug(value: object) -> bool:
-    if not isinstance(value, bool):
-        raise _Invalid("true or false")
-    return value
-
-
 def _check_cache_dir(value: object) -> str | None:
     if value is None:
         return None
@@ -103,7 +96,6 @@ _CHECKS: dict[str, Callable[[object], object]] = {
     "specs": _check_specs,
     "out": _check_out,
     "arch": _check_arch,
-    "debug": _check_debug,
     "cache_dir": _check_cache_dir,
 }
 
@@ -138,7 +130,6 @@ class Config:
     specs: tuple[str, ...] = ()
     out: str = "generated"
     arch: str = "sm_90"
-    debug: bool = False
     cache_dir: str | None = None
 
     def __post_init__(self) -> None:

@@ -280,9 +280,9 @@ def _write_atomic(path: Path, text: str) -> None:
             continue
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
+            # No fsync: the rename keeps readers from ever seeing half a file,
+            # and a generated file lost to a power cut is regenerated.
             f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
         if mode is not None:  # keep the mode of the file it replaces
             os.chmod(tmp, mode)
         os.replace(tmp, path)

@@ -98,17 +98,44 @@ def InOut(name: str, shape: Sequence[Dim | int | str], *, contiguous: bool = Fal
     return _param("inout", name, shape, contiguous, vector, dtype)
 
 
+#: Names the generated kernel (the thread's index) or launcher (``stream=``) defines
+#: next to the parameters and shape symbols.
+GENERATED_NAMES = ("row", "element", "vector", "stream")
+
+
+def _check_clashes(kernel: str, params: Sequence[Param]) -> None:
+    """LG208 when a parameter or symbol would be declared twice in the generated code."""
+    symbols = {str(d.name): p for p in params for d in p.shape if d.size is None}
+    for symbol, p in symbols.items():
+        if symbol in GENERATED_NAMES:
+            raise _kernel_error(
+                "LG208", f"shape symbol `{symbol}` of `{kernel}` is a name the generated code defines "
+                f"({', '.join(GENERATED_NAMES)})", p.site, hint="rename the dim",
+            )
+    for p in params:
+        if p.name in GENERATED_NAMES or p.name in symbols:
+            what = "a shape symbol of the kernel" if p.name in symbols else (
+                "a name the generated code defines (" + ", ".join(GENERATED_NAMES) + ")"
+            )
+            raise _kernel_error(
+                "LG208", f"parameter `{p.name}` of `{kernel}` clashes with {what}", p.site,
+                hint="rename the parameter; the template sees parameters, symbols and the thread index by name",
+            )
+
+
 @dataclass(frozen=True)
 class Grid:
-    """How many threads a launch starts: one per row or per element of a parameter.
+    """How many threads a launch starts: one per row, element or vector of a parameter.
 
     ``Grid.rows("x")`` starts one thread per row of ``x`` (the product of its
-    leading dims); ``Grid.elements("y")`` one per element. ``block`` is the
-    number of threads per block.
+    leading dims); ``Grid.elements("y")`` one per element; ``Grid.vectors("y")``
+    one per aligned group of bytes, as wide as every bound view allows (at
+    most 16). ``block`` is the number of threads per block. The template sees
+    the thread's index as ``row``, ``element`` or ``vector``.
     """
 
     param: str
-    per: Literal["row", "element"] = "row"
+    per: Literal["row", "element", "vector"] = "row"
     block: int = 128
 
     @staticmethod
@@ -118,6 +145,10 @@ class Grid:
     @staticmethod
     def elements(param: str, block: int = 256) -> Grid:
         return Grid(param, "element", block)
+
+    @staticmethod
+    def vectors(param: str, block: int = 256) -> Grid:
+        return Grid(param, "vector", block)
 
 
 @dataclass(frozen=True, eq=False)
@@ -133,7 +164,7 @@ class Kernel:
     template_root: Path  # the folder the template path is relative to
 
     def __init__(self, name: str, template: str, params: Sequence[Param], *, grid: Grid | None = None,
-                 doc: str = "") -> None:
+                 doc: str = "", template_root: Path | None = None) -> None:
         site = caller_site()
         _check_name(name, "a kernel name", site)
         if not isinstance(template, str) or not template:
@@ -157,10 +188,14 @@ class Kernel:
             )
         if not isinstance(grid.block, int) or not 1 <= grid.block <= 1024:
             raise _kernel_error("LG208", f"the block size of `{name}` must be 1..1024, got {grid.block!r}", site)
-        root = Path(site.path).resolve().parent if site else Path.cwd()
+        _check_clashes(name, params)
+        root = template_root or (Path(site.path).resolve().parent if site else Path.cwd())
         for attr, value in (("name", name), ("template", template), ("params", tuple(params)), ("grid", grid),
                             ("doc", doc), ("site", site), ("template_root", root)):
             object.__setattr__(self, attr, value)
+
+    def __repr__(self) -> str:  # short: messages show it ("got <Kernel vsn>")
+        return f"<Kernel {self.name}>"
 
     @property
     def template_path(self) -> Path:
@@ -209,6 +244,9 @@ class Binding:
     name: str
     views: tuple[tuple[str, View], ...]  # in parameter order
     site: Site | None
+
+    def __repr__(self) -> str:
+        return f"<Binding {self.name} of {self.kernel.name}>"
 
     def view(self, param: str) -> View:
         return dict(self.views)[param]

@@ -41,7 +41,7 @@ class SpecResult:
     out: str = "generated"
 
 
-def process_spec(config: Config, spec_file: Path, debug: bool = False) -> SpecResult:
+def process_spec(config: Config, spec_file: Path) -> SpecResult:
     """Load, check, lint and render one spec; plan its files against the disk."""
     root = config.root
     rel = relative(spec_file, root)

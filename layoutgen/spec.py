@@ -26,7 +26,8 @@ class Spec:
 
     def __init__(self, name: str, *, kernels: Sequence[Binding] = (), layouts: Sequence[Layout] = ()) -> None:
         site = caller_site()
-        problem = name_problem(name)
+        problem = name_problem(name) or (("LG106", "is reserved for layoutgen's C++ namespace, got `lg`")
+                                         if name == "lg" else None)
         if problem:
             raise KernelError(Diagnostic("LG208", f"a spec name {problem[1]}", site))
         for b in kernels:
@@ -35,12 +36,27 @@ class Spec:
                     "LG208", f"the kernels of spec `{name}` must be bindings (`kernel.bind(...)`), got {b!r}",
                     site, hint="bind the kernel's parameters to views: my_kernel.bind(x=Window.snap, ...)",
                 ))
+        for b in kernels:
+            if b.name in (name, "lg"):  # `namespace <spec>` and `namespace lg` are in the generated code
+                raise KernelError(Diagnostic(
+                    "LG208", f"kernel `{b.name}` would clash with the C++ namespace `{b.name}` of the generated "
+                    f"code" + (" (the spec's name)" if b.name == name else ""), b.site,
+                    hint=f"name the binding: {b.kernel.name}.bind(name=\"...\", ...), or rename the spec",
+                ))
         for lay in layouts:
             if not isinstance(lay, Layout):
                 raise KernelError(Diagnostic("LG208", f"the layouts of spec `{name}` must be layouts, got {lay!r}", site))
         ordered: dict[int, Layout] = {}
         for lay in [*layouts, *(v.layout for b in kernels for _, v in b.views)]:
             ordered.setdefault(id(lay), lay)
+        layout_names = {lay.name for lay in ordered.values()}
+        for b in kernels:
+            if b.name in layout_names:  # the generated Python module defines both at top level
+                raise KernelError(Diagnostic(
+                    "LG208", f"kernel `{b.name}` has the name of a layout of spec `{name}`; the generated module "
+                    f"would define both", b.site,
+                    hint=f"name the binding: {b.kernel.name}.bind(name=\"...\", ...), or rename the layout",
+                ))
         object.__setattr__(self, "name", name)
         object.__setattr__(self, "layouts", tuple(ordered.values()))
         object.__setattr__(self, "kernels", tuple(kernels))

@@ -2,18 +2,12 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from hypothesis import settings
 
 from layoutgen.schema import LayoutError, Site
-
-# Property tests: no deadline (the first example pays for imports), a bounded budget.
-settings.register_profile("layoutgen", deadline=None, max_examples=200)
-settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "layoutgen"))
 
 
 def marker_line(path: str, marker: str) -> int:

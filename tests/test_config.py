@@ -40,17 +40,17 @@ def test_reads_every_key(root: Path) -> None:
     project(
         root,
         'specs = ["examples/vsn/spec.py", "b.py"]\nout = "gen/"\narch = "sm_90a"\n'
-        'debug = true\ncache_dir = ".cache/lg"\n',
+        'cache_dir = ".cache/lg"\n',
     )
     assert load_config(root) == Config(
-        root, ("examples/vsn/spec.py", "b.py"), out="gen", arch="sm_90a", debug=True, cache_dir=".cache/lg"
+        root, ("examples/vsn/spec.py", "b.py"), out="gen", arch="sm_90a", cache_dir=".cache/lg"
     )
 
 
 def test_missing_table_gives_defaults(root: Path) -> None:
     project(root, None)
     config = load_config(root)
-    assert config == Config(root, (), "generated", "sm_90", False, None)
+    assert config == Config(root, (), "generated", "sm_90", None)
 
 
 def test_missing_pyproject_uses_the_start_folder(root: Path) -> None:
@@ -87,8 +87,8 @@ def test_paths(root: Path) -> None:
 
 def test_overrides_replace_file_values(root: Path) -> None:
     project(root, 'arch = "sm_80"\nout = "gen"\n')
-    config = load_config(root, {"arch": "sm_90", "debug": True, "specs": [Path("x/spec.py")], "out": None})
-    assert (config.arch, config.debug, config.specs, config.out) == ("sm_90", True, ("x/spec.py",), "gen")
+    config = load_config(root, {"arch": "sm_90", "specs": [Path("x/spec.py")], "out": None})
+    assert (config.arch, config.specs, config.out) == ("sm_90", ("x/spec.py",), "gen")
 
 
 def test_override_errors(root: Path) -> None:
@@ -137,14 +137,6 @@ def test_good_arch(root: Path, arch: str) -> None:
             ' got ["a.py", 3] (pyproject.toml)',
         ),
         (
-            'debug = "yes"\n',
-            '`[tool.layoutgen].debug` must be true or false, got "yes" (pyproject.toml)',
-        ),
-        (
-            "debug = 1\n",
-            "`[tool.layoutgen].debug` must be true or false, got 1 (pyproject.toml)",
-        ),
-        (
             'out = "../elsewhere"\n',
             '`[tool.layoutgen].out` must be a folder inside the project, like "generated",'
             ' got "../elsewhere" (pyproject.toml)',
@@ -182,7 +174,7 @@ def test_unknown_key_suggests_the_closest(root: Path) -> None:
 def test_unknown_key_without_a_close_match_lists_the_keys(root: Path) -> None:
     assert error(root, "verbose = true\n") == (
         "`[tool.layoutgen]` has no key `verbose` (pyproject.toml);"
-        " known keys: `specs`, `out`, `arch`, `debug`, `cache_dir`"
+        " known keys: `specs`, `out`, `arch`, `cache_dir`"
     )
 
 

@@ -7,6 +7,7 @@ here every kernel gets its strides from these declarations.
 """
 
 from layoutgen import Field, Group, Layout, dims, f32
+from layoutgen.copies import field_copies
 from layoutgen.kernels import Grid, In, InOut, Kernel, Out
 from layoutgen.spec import Spec
 
@@ -72,6 +73,9 @@ variable_selection_bwd = Kernel("variable_selection_bwd", "variable_selection_bw
     InOut("grad_b", [F]),
 ], grid=Grid.rows("x"), doc="gradients of the VSN; grad_W and grad_b accumulate atomically")
 
+SnapPacked = Layout("SnapPacked", [B, K], f32, width=40, doc="Window.snap copied out, packed")
+ContextPacked = Layout("ContextPacked", [B, K], f32, width=16, doc="Window.context copied out, packed")
+
 spec = Spec("vsn", kernels=[
     snap_feature_assemble.bind(raw=Market, mean=FeatureStats.mean, inv_std=FeatureStats.inv_std,
                                snap=Window.snap),
@@ -79,4 +83,6 @@ spec = Spec("vsn", kernels=[
     variable_selection_fwd.bind(x=Window.snap, W=Weights, b=Bias, gates=Features, y=Features),
     variable_selection_bwd.bind(x=Window.snap, W=Weights, gates=Features, grad_y=Features,
                                 grad_x=Features, grad_W=Weights, grad_b=Bias),
+    *field_copies(Window.snap, SnapPacked),
+    *field_copies(Window.context, ContextPacked),
 ])

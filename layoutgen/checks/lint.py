@@ -7,6 +7,7 @@ in index arithmetic is reported with the accessor to use instead.
 
 from __future__ import annotations
 
+import functools
 import re
 from pathlib import Path
 
@@ -15,8 +16,46 @@ from ..schema.diagnostics import Diagnostic, Site
 
 # An integer literal next to `*` or `+`, or alone inside `[...]`: index math.
 _ARITH = re.compile(r"(?<![\w.])(\d+)(?![\w.])")
-_JINJA = re.compile(r"\{\{.*?\}\}|\{%.*?%\}|\{#.*?#\}")
-_COMMENT = re.compile(r"//.*$")
+# What is not C++ code, from its opening to its closing text: Jinja tags and
+# comments, C comments (which may span lines), string and character literals.
+_NOT_CODE = {"{{": "}}", "{%": "%}", "{#": "#}", "/*": "*/", "//": "\n", '"': '"', "'": "'"}
+# Preprocessor lines whose numbers are not index math: `#pragma unroll 4`.
+_DIRECTIVE = re.compile(r"\s*#\s*(pragma|include|line|error|warning)\b")
+
+
+@functools.lru_cache(maxsize=64)  # a template bound many times is scanned once
+def _code_lines(source: str) -> tuple[str, ...]:
+    """``source`` split in lines, with everything but C++ code blanked (columns kept)."""
+    out: list[str] = []
+    closer: str | None = None
+    i = 0
+    while i < len(source):
+        ch = source[i]
+        if ch == "\n":
+            out.append(ch)
+            if closer in ("\n", '"', "'"):  # line comments and literals end with the line
+                closer = None
+            i += 1
+        elif closer is None:
+            opener = None if ch not in "{/\"'" else next((o for o in _NOT_CODE if source.startswith(o, i)), None)
+            if opener is None:
+                out.append(ch)
+                i += 1
+            else:
+                closer = _NOT_CODE[opener]
+                out.append(" " * len(opener))
+                i += len(opener)
+        elif closer in ('"', "'") and ch == "\\" and source[i + 1 : i + 2] not in ("", "\n"):
+            out.append("  ")  # an escape: the next character cannot close the literal
+            i += 2
+        elif closer != "\n" and source.startswith(closer, i):
+            out.append(" " * len(closer))
+            i += len(closer)
+            closer = None
+        else:
+            out.append(" ")
+            i += 1
+    return tuple("".join(out).split("\n"))
 
 
 def _is_index_arithmetic(line: str, start: int, end: int) -> bool:
@@ -44,14 +83,13 @@ def _facts(binding: Binding) -> dict[int, list[str]]:
 def lint_template(binding: Binding, template: Path) -> list[Diagnostic]:
     """LG401 for each literal in index arithmetic that equals a bound width, stride or offset."""
     try:
-        lines = template.read_text(encoding="utf-8").split("\n")
+        lines = _code_lines(template.read_text(encoding="utf-8"))
     except OSError:
         return []  # a missing template is reported by the renderer
     facts = _facts(binding)
     out: list[Diagnostic] = []
-    for number, raw in enumerate(lines, start=1):
-        code = _COMMENT.sub("", _JINJA.sub(lambda m: " " * len(m.group()), raw))
-        if code.lstrip().startswith("#"):  # preprocessor lines: #pragma unroll 4
+    for number, code in enumerate(lines, start=1):
+        if _DIRECTIVE.match(code):
             continue
         for m in _ARITH.finditer(code):
             value = int(m.group(1))

@@ -17,6 +17,7 @@ import jinja2
 
 PACKAGE_TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
 
+_SHIPPED = "layoutgen/templates/"
 _MARK = re.compile("\x01(\\d+)\x02")
 _OPEN = ("{{", "{%", "{#")
 _CLOSE = {"{{": "}}", "{%": "%}", "{#": "#}"}
@@ -70,7 +71,8 @@ def split_marks(rendered: str) -> list[tuple[int | None, str]]:
 
 
 class _Loader(jinja2.BaseLoader):
-    """``lg/<name>`` from layoutgen's templates; anything else a path, marked."""
+    """``lg/<name>``: layoutgen's skeletons; ``layoutgen/templates/<name>``: its kernel
+    bodies (marked); anything else a path under the root (marked)."""
 
     def __init__(self, root: Path) -> None:
         self.root = root
@@ -78,9 +80,12 @@ class _Loader(jinja2.BaseLoader):
     def get_source(
         self, environment: jinja2.Environment, template: str
     ) -> tuple[str, str, Callable[[], bool]]:
-        if template.startswith("lg/"):
+        if template.startswith("lg/"):  # the skeletons of generated files
             path = PACKAGE_TEMPLATES / template[3:]
             marked = False
+        elif template.startswith(_SHIPPED):  # kernel bodies layoutgen ships
+            path = PACKAGE_TEMPLATES / template[len(_SHIPPED):]
+            marked = True
         else:
             path = Path(template) if Path(template).is_absolute() else self.root / template
             marked = True

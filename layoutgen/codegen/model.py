@@ -64,8 +64,10 @@ class KernelModel:
     aliases: tuple[tuple[str, str], ...]  # kernel symbol -> layout symbol it equals
     block: int
     grid_param: str
-    grid_per: str  # row / element
+    grid_per: str  # row / element / vector: the name of the thread's index
     grid_count: str  # C++ for the number of threads the launch needs
+    vector_bytes: int  # bytes each thread moves with Grid.vectors (0 otherwise)
+    per_row: int  # threads per row of the grid's parameter
     index_type: str
 
 
@@ -109,6 +111,18 @@ def view_model(view: View, site: str) -> ViewModel:
     )
 
 
+def grid_shape(binding: Binding) -> tuple[int, int]:
+    """(bytes per thread for ``Grid.vectors``, else 0; threads per row of the grid's parameter)."""
+    grid = binding.kernel.grid
+    view = binding.view(grid.param)
+    if grid.per == "row":
+        return 0, 1
+    if grid.per == "element":
+        return 0, view.width
+    vector_bytes = min(v.vector_bytes for _, v in binding.views)
+    return vector_bytes, view.width * view.dtype.size // vector_bytes
+
+
 def kernel_model(binding: Binding, views: dict[str, ViewModel], template: str, site: str) -> KernelModel:
     """The model of one binding; ``views`` maps view names to their structs."""
     unified = unify(binding)
@@ -125,7 +139,8 @@ def kernel_model(binding: Binding, views: dict[str, ViewModel], template: str, s
         for s in view.layout.symbols:
             layout_symbols.setdefault(s, None)
     grid = binding.kernel.grid
-    count = f"{grid.param}.rows()" + ("" if grid.per == "row" else f" * {grid.param}.width")
+    vector_bytes, per_row = grid_shape(binding)
+    count = f"{grid.param}.rows()" + ("" if per_row == 1 else f" * {per_row}")
     wide = any(p.view.index_type != "int" for p in params)
     return KernelModel(
         name=binding.name,
@@ -143,5 +158,7 @@ def kernel_model(binding: Binding, views: dict[str, ViewModel], template: str, s
         grid_param=grid.param,
         grid_per=grid.per,
         grid_count=count,
+        vector_bytes=vector_bytes,
+        per_row=per_row,
         index_type="long long" if wide else "int",
     )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from ..spec import Spec
+from .model import grid_shape
 
 
 @dataclass(frozen=True)
@@ -37,7 +38,7 @@ class PyKernel:
     params: tuple[PyParam, ...]
     symbols: tuple[str, ...]
     grid_param: int
-    per_element: bool
+    per_row: int
     block: int
 
 
@@ -66,10 +67,11 @@ def module_model(spec: Spec, site_text: dict[int, str]) -> dict[str, object]:
             for s in lay.symbols:
                 symbols.setdefault(s, None)
         grid = b.kernel.grid
+        _, per_row = grid_shape(b)
         kernels.append(PyKernel(
             name=b.name, doc=b.kernel.doc or f"Kernel `{b.kernel.name}`.", params=tuple(params),
             symbols=tuple(symbols), grid_param=[p.name for p, _ in b.pairs].index(grid.param),
-            per_element=grid.per == "element", block=grid.block,
+            per_row=per_row, block=grid.block,
         ))
     exports = sorted([lay.name for lay in layouts] + [k.name for k in kernels])
     return {"spec": spec.name, "layouts": layouts, "kernels": kernels, "exports": exports,

@@ -5,6 +5,7 @@ Data in, text out: this module writes nothing to disk (see :mod:`layoutgen.files
 
 from __future__ import annotations
 
+import functools
 import traceback
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -15,7 +16,7 @@ from .. import __version__
 from ..kernels import Binding
 from ..schema.diagnostics import Diagnostic, Site
 from ..spec import Spec
-from .env import environment, split_marks
+from .env import PACKAGE_TEMPLATES, environment, split_marks
 from .pymodule import module_model
 from .model import KernelModel, ViewModel, kernel_model, view_model
 
@@ -29,8 +30,22 @@ class Rendered:
 
 
 def relative(path: str | Path, root: Path) -> str:
-    """``path`` relative to ``root`` with ``/`` separators (absolute when outside it)."""
+    """``path`` relative to ``root`` with ``/`` separators (absolute when outside it).
+
+    layoutgen's own templates are named ``layoutgen/templates/<name>`` wherever
+    layoutgen is installed, so generated files do not depend on the machine.
+    """
+    # The same templates and spec files come back for every binding: resolve each once.
+    # A relative path depends on the working directory, so the cache is keyed on it too.
+    cwd = "" if Path(path).is_absolute() and root.is_absolute() else str(Path.cwd())
+    return _relative(str(path), root, cwd)
+
+
+@functools.lru_cache(maxsize=4096)
+def _relative(path: str, root: Path, cwd: str) -> str:
     resolved = Path(path).resolve()
+    if resolved.is_relative_to(PACKAGE_TEMPLATES):
+        return f"layoutgen/templates/{resolved.relative_to(PACKAGE_TEMPLATES).as_posix()}"
     try:
         return resolved.relative_to(root.resolve()).as_posix()
     except ValueError:

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from typing import Any, ClassVar, Generic, Protocol, TypeVar
 
-from .launch import LaunchError, LayoutSpec, check_param, ParamSpec
-from .arrays import array_info
+from .arrays import ArrayKindError, array_info
+from .launch import LaunchError, LayoutSpec, ParamSpec, _error, check_param
 
 
 class DeviceArray(Protocol):
@@ -30,16 +30,26 @@ class LayoutTag:
     @classmethod
     def empty(cls: type[L], *shape: int) -> Array[L]:
         """A new uninitialised CuPy array of this layout; ``shape`` gives the leading dims."""
+        spec = cls.spec
+        if len(shape) != len(spec.dims) or any(isinstance(d, int) and n != d for d, n in zip(spec.dims, shape)):
+            leading = "[" + ", ".join(str(d) for d in spec.dims) + "]"
+            raise _error("LG601", f"`{cls.__name__}.empty` takes the leading dims {leading} of layout {spec.name} "
+                         f"{spec.shape_text}, got {list(shape)}")
         import cupy
 
-        return Array(cupy.empty((*shape, cls.spec.width), dtype=cls.spec.dtype))
+        return Array(cupy.empty((*shape, spec.width), dtype=spec.dtype))
 
     @classmethod
     def wrap(cls: type[L], data: Any) -> Array[L]:
         """``data`` checked against this layout (shape, dtype, packed strides) and typed."""
-        param = ParamSpec("array", "inout", cls.spec, cls.spec.name, cls.spec.itemsize)
-        info = array_info(data)
-        check_param("wrap", param, info, {}, info.device)
+        # "in": wrapping a read-only (JAX) input is fine; a launch still refuses it as an output.
+        param = ParamSpec("data", "in", cls.spec, cls.spec.name, cls.spec.itemsize)
+        try:
+            info = array_info(data)
+        except ArrayKindError as exc:
+            raise _error("LG608", f"`{cls.__name__}.wrap`: {exc}", hint="wrap a device array: CuPy, torch (CUDA) "
+                         "or JAX") from None
+        check_param(f"{cls.__name__}.wrap", param, info, {}, info.device)
         return Array(data)
 
 

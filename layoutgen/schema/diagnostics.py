@@ -13,6 +13,7 @@ in step.
 from __future__ import annotations
 
 import enum
+import functools
 import os
 import sys
 from dataclasses import dataclass
@@ -125,9 +126,15 @@ def caller_site() -> Site | None:
 
 
 def _inside_package(filename: str) -> bool:
-    return filename.startswith(_PACKAGE_DIR + os.sep) or (
-        not filename.startswith("<") and str(Path(filename).resolve()).startswith(_PACKAGE_DIR + os.sep)
-    )
+    if filename.startswith(_PACKAGE_DIR + os.sep) or filename.startswith("<"):
+        return filename.startswith(_PACKAGE_DIR + os.sep)
+    # A relative name depends on the working directory: resolve it each time.
+    return _resolves_inside(filename) if os.path.isabs(filename) else _resolves_inside.__wrapped__(filename)
+
+
+@functools.lru_cache(maxsize=1024)  # one resolve() per file, not one per declaration
+def _resolves_inside(filename: str) -> bool:
+    return str(Path(filename).resolve()).startswith(_PACKAGE_DIR + os.sep)
 
 
 @dataclass(frozen=True)

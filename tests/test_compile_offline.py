@@ -1,0 +1,68 @@
+"""Offline compile: `layoutgen check --compile` runs NVRTC to a cubin with no GPU.
+
+These compile real kernels, so they are few: the VSN example once (its
+forward and backward kernels take several seconds each), a broken template
+once from two working directories (the second run hits the cache), and a
+small spec with `--report`. Each test uses its own cache folder.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def layoutgen(args: list[str], cwd: Path, cache: Path) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": str(REPO), "LAYOUTGEN_CACHE_DIR": str(cache)}
+    return subprocess.run([sys.executable, "-m", "layoutgen", *args], cwd=cwd, env=env, capture_output=True,
+                          text=True, timeout=600)
+
+
+def test_every_example_kernel_compiles_without_a_gpu(tmp_path: Path) -> None:
+    run = layoutgen(["check", "--compile", "--arch", "sm_90"], REPO, tmp_path / "cache")
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert run.stdout.strip().endswith("All checks passed: 1 spec, no errors."), run.stdout
+    cubins = list((tmp_path / "cache").rglob("*.cubin"))
+    kernels = [p for p in (REPO / "generated" / "vsn").iterdir() if p.suffix == ".cu"]
+    assert len(cubins) == len(kernels) >= 4, (cubins, kernels)
+
+
+def test_a_cpp_error_in_a_template_is_lg501_at_the_templates_own_line(tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    template = REPO / "tests" / "specs" / "broken" / "broken.cu.j2"
+    assert "undeclared_variable" in template.read_text().splitlines()[2]  # line 3
+    run = layoutgen(["check", "--compile", "--format", "json", "tests/specs/broken/spec.py"], REPO, cache)
+    assert run.returncode == 1, run.stdout + run.stderr
+    report = json.loads(run.stdout)
+    compile_errors = [d for d in report["diagnostics"] if d["code"] == "LG501"]
+    assert compile_errors == [{
+        "code": "LG501", "name": "compile-error", "severity": "error",
+        "message": 'identifier "undeclared_variable" is undefined',
+        "path": "tests/specs/broken/broken.cu.j2", "line": 3, "hint": None,
+    }]
+    # From another folder the path is shown relative to it, still at line 3 of the template.
+    run = layoutgen(["check", "--compile", "specs/broken/spec.py"], REPO / "tests", cache)
+    assert run.returncode == 1
+    assert 'specs/broken/broken.cu.j2:3: error[LG501]: identifier "undeclared_variable" is undefined\n' in run.stdout
+
+
+def test_report_lists_registers_and_spills_as_warnings(tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    shutil.copytree(REPO / "tests" / "specs" / "mini", project / "specs" / "mini",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    (project / "pyproject.toml").write_text('[tool.layoutgen]\nspecs = ["specs/mini/spec.py"]\n')
+    assert layoutgen(["generate", "-q"], project, tmp_path / "cache").returncode == 0
+    run = layoutgen(["check", "--compile", "--report"], project, tmp_path / "cache")
+    assert run.returncode == 0, run.stdout + run.stderr  # warnings only
+    lines = [ln for ln in run.stdout.splitlines() if "[LG505]" in ln]
+    assert len(lines) == 2, run.stdout
+    for name in ("scale_snap", "copy_context"):
+        line = next(ln for ln in lines if f"generated/mini/{name}.cu:1: warning[LG505]: {name}: " in ln)
+        assert " registers, 0 bytes spill stores, 0 bytes spill loads, " in line and line.endswith("(sm_90)")
+    assert run.stdout.strip().endswith("Found no errors, 2 warnings in 1 spec.")

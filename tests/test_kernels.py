@@ -1,0 +1,262 @@
+"""Kernel declarations and bindings: LG207 (bad binding) and LG208 (malformed kernel).
+
+Every error carries its code, an exact message, and the site of the user's
+declaration: this file, at the line marked ``# site: <marker>`` (see
+``conftest.py``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from layoutgen import Field, Layout, LayoutError, LayoutgenError, Site, dims, f16, f32
+from layoutgen.kernels import Binding, Grid, In, InOut, Kernel, KernelError, Out
+from layoutgen.spec import Spec
+
+B, K, F, C = dims("B K F C")
+
+Window = Layout("Window", [B, K], f32, [Field("snap", 40), Field("context", 16)], width=56)
+Features = Layout("Features", [B, K], f32, width=40)
+
+vsn = Kernel("vsn", "vsn.cu.j2", [In("x", [B, K, F]), Out("y", [B, K, F])])
+
+SiteOf = Callable[[str], Site]
+
+
+def raises(call: Callable[[], object]) -> LayoutgenError:
+    with pytest.raises(LayoutgenError) as info:
+        call()
+    return info.value
+
+
+# -- well-formed declarations ---------------------------------------------------
+
+
+def test_a_kernel_records_its_params_grid_template_and_site(site_of: SiteOf) -> None:
+    k = Kernel("k", "sub/k.cu.j2", [  # site: kernel
+        In("x", [B, K, F], contiguous=True, vector=16, dtype="f32"),  # site: param x
+        Out("y", [B, K, 40]),
+        InOut("acc", [F]),
+    ], grid=Grid.elements("y", block=64), doc="a doc")
+    assert k.site == site_of("kernel")
+    assert [p.name for p in k.params] == ["x", "y", "acc"]
+    assert [(p.access, p.reads, p.writes) for p in k.params] == [
+        ("in", True, False), ("out", False, True), ("inout", True, True)
+    ]
+    x = k.param("x")
+    assert (x.contiguous, x.vector, x.dtype) == (True, 16, f32)
+    assert x.site == site_of("param x")
+    assert [str(d) for d in k.param("y").shape] == ["B", "K", "40"]
+    assert k.grid == Grid("y", "element", 64)
+    assert k.template_path == Path(__file__).resolve().parent / "sub" / "k.cu.j2"
+    assert k.doc == "a doc"
+
+
+def test_the_grid_defaults_to_one_thread_per_row_of_the_first_param() -> None:
+    assert vsn.grid == Grid("x", "row", 128)
+    assert Grid.rows("y") == Grid("y", "row", 128)
+    assert Grid.elements("y") == Grid("y", "element", 256)
+
+
+def test_binding_ties_every_param_to_a_view_in_param_order(site_of: SiteOf) -> None:
+    b = vsn.bind(y=Features, x=Window.snap)  # site: bind
+    assert isinstance(b, Binding)
+    assert b.site == site_of("bind")
+    assert b.name == "vsn"
+    assert [(n, v.name) for n, v in b.views] == [("x", "Window.snap"), ("y", "Features")]
+    assert b.view("x").row_stride == 56
+    assert [(p.name, v.name) for p, v in b.pairs] == [("x", "Window.snap"), ("y", "Features")]
+    assert b.views_by_param()["y"].is_whole  # a whole layout binds as its view
+    assert repr(b) == "<Binding vsn of vsn>" and repr(vsn) == "<Kernel vsn>"
+
+
+def test_a_kernel_bound_twice_gets_a_name_per_binding() -> None:
+    a = vsn.bind(name="vsn_window", x=Window.snap, y=Features)
+    b = vsn.bind(name="vsn_features", x=Features, y=Features)
+    assert (a.name, b.name) == ("vsn_window", "vsn_features")
+    assert a.kernel is b.kernel is vsn
+
+
+# -- LG207: a binding names an unknown parameter or leaves one unbound ----------
+
+
+def test_lg207_unknown_parameter(site_of: SiteOf) -> None:
+    err = raises(lambda: vsn.bind(x=Window.snap, y=Features, z=Features))  # site: unknown
+    assert isinstance(err, KernelError)
+    assert err.code == "LG207"
+    assert err.site == site_of("unknown")
+    assert err.diagnostic.message == "`vsn` has no parameter `z` (its parameters: `x`, `y`)"
+
+
+def test_lg207_missing_parameters(site_of: SiteOf) -> None:
+    err = raises(lambda: vsn.bind(x=Window.snap))  # site: missing
+    assert err.code == "LG207"
+    assert err.site == site_of("missing")
+    assert err.diagnostic.message == "`vsn` is bound without `y`"
+    assert err.hint == "bind every parameter: x=..., y=..."
+
+
+def test_lg207_several_missing_parameters_are_named_in_order() -> None:
+    k = Kernel("k3", "k.cu.j2", [In("a", [B]), In("b", [B]), Out("c", [B])])
+    err = raises(lambda: k.bind(b=Features))
+    assert err.code == "LG207"
+    assert err.diagnostic.message == "`k3` is bound without `a`, `c`"
+
+
+def test_lg207_a_value_that_is_not_a_view(site_of: SiteOf) -> None:
+    err = raises(lambda: vsn.bind(x=Window.snap, y=40))  # type: ignore[arg-type]  # site: not a view
+    assert err.code == "LG207"
+    assert err.site == site_of("not a view")
+    assert err.diagnostic.message == "`vsn.y` must be bound to a view or layout, got 40"
+
+
+# -- LG208: a kernel declaration is malformed ------------------------------------
+
+NOT_C_IDENT = "must be a C identifier (letters, digits, `_`; not starting with a digit)"
+
+
+@pytest.mark.parametrize(
+    ("marker", "make", "message"),
+    [
+        ("kernel-name", lambda: Kernel("1k", "k.cu.j2", [In("x", [B])]),  # site: kernel-name
+         f"a kernel name {NOT_C_IDENT}, got '1k'"),
+        ("template", lambda: Kernel("k", "", [In("x", [B])]),  # site: template
+         "kernel `k` needs a template path, got ''"),
+        ("no-params", lambda: Kernel("k", "k.cu.j2", []),  # site: no-params
+         "kernel `k` needs a non-empty list of parameters"),
+        ("params-str", lambda: Kernel("k", "k.cu.j2", "x"),  # type: ignore[arg-type]  # site: params-str
+         "kernel `k` needs a non-empty list of parameters"),
+        ("not-a-param", lambda: Kernel("k", "k.cu.j2", [In("x", [B]), 3]),  # type: ignore[list-item]  # site: not-a-param
+         "the parameters of `k` must be In, Out or InOut, got 3"),
+        ("block-0", lambda: Kernel("k", "k.cu.j2", [In("x", [B])], grid=Grid(param="x", block=0)),  # site: block-0
+         "the block size of `k` must be 1..1024, got 0"),
+        ("block-2048", lambda: Kernel("k", "k.cu.j2", [In("x", [B])], grid=Grid.rows("x", 2048)),  # site: block-2048
+         "the block size of `k` must be 1..1024, got 2048"),
+        ("param-name", lambda: In("int", [B]),  # site: param-name
+         "a parameter name is a reserved word in C++, CUDA or Python, got `int`"),
+        ("no-dims", lambda: In("x", []),  # site: no-dims
+         "parameter `x` must have at least one dim"),
+        ("contiguous", lambda: In("x", [B], contiguous=1),  # type: ignore[arg-type]  # site: contiguous
+         "`contiguous` of `x` must be True or False, got 1"),
+        ("vector-3", lambda: Out("x", [B], vector=3),  # site: vector-3
+         "`vector` of `x` must be 1, 2, 4, 8 or 16 bytes, got 3"),
+        ("vector-bool", lambda: InOut("x", [B], vector=True),  # site: vector-bool
+         "`vector` of `x` must be 1, 2, 4, 8 or 16 bytes, got True"),
+        ("binding-name", lambda: vsn.bind(name="2x", x=Window.snap, y=Features),  # site: binding-name
+         f"a binding name {NOT_C_IDENT}, got '2x'"),
+    ],
+)
+def test_lg208_malformed_declarations(site_of: SiteOf, marker: str, make: Callable[[], object], message: str) -> None:
+    err = raises(make)
+    assert isinstance(err, KernelError)
+    assert err.code == "LG208"
+    assert err.diagnostic.message == message
+    assert err.site == site_of(marker)
+
+
+def test_lg208_a_parameter_declared_twice_points_at_the_second(site_of: SiteOf) -> None:
+    err = raises(lambda: Kernel("k", "k.cu.j2", [
+        In("x", [B]),
+        Out("x", [B]),  # site: second x
+    ]))
+    assert err.code == "LG208"
+    assert err.diagnostic.message == "kernel `k` declares parameter `x` twice"
+    assert err.site == site_of("second x")
+
+
+def test_lg208_a_grid_over_an_unknown_parameter(site_of: SiteOf) -> None:
+    err = raises(lambda: Kernel("k", "k.cu.j2", [In("x", [B])], grid=Grid.rows("y")))  # site: grid
+    assert err.code == "LG208"
+    assert err.diagnostic.message == (
+        "the grid of `k` must follow one of its parameters, got Grid(param='y', per='row', block=128)"
+    )
+    assert err.hint == 'for example grid=Grid.rows("x")'
+    assert err.site == site_of("grid")
+
+
+def test_bad_dims_and_dtypes_of_a_parameter_are_layout_errors_at_the_users_line(site_of: SiteOf) -> None:
+    err = raises(lambda: In("x", [B, -1]))  # site: negative dim
+    assert isinstance(err, LayoutError)
+    assert err.code == "LG103"
+    assert err.site == site_of("negative dim")
+    err = raises(lambda: In("x", [B], dtype="f33"))  # type: ignore[arg-type]  # site: dtype
+    assert err.code == "LG107"
+    assert "the dtype of parameter `x` must be one of f64, f32, f16" in err.diagnostic.message
+    assert err.site == site_of("dtype")
+    assert In("h", [B], dtype=f16).dtype == f16
+
+
+def test_lg208_a_spec_of_unbound_kernels_or_non_layouts(site_of: SiteOf) -> None:
+    err = raises(lambda: Spec("s", kernels=[vsn]))  # type: ignore[list-item]  # site: unbound
+    assert err.code == "LG208"
+    assert err.diagnostic.message == "the kernels of spec `s` must be bindings (`kernel.bind(...)`), got <Kernel vsn>"
+    assert err.hint == "bind the kernel's parameters to views: my_kernel.bind(x=Window.snap, ...)"
+    assert err.site == site_of("unbound")
+    err = raises(lambda: Spec("s", layouts=[Window.snap]))  # type: ignore[list-item]  # site: view as layout
+    assert err.diagnostic.message == "the layouts of spec `s` must be layouts, got <View Window.snap>"
+    assert err.site == site_of("view as layout")
+    err = raises(lambda: Spec("9s"))
+    assert err.diagnostic.message == f"a spec name {NOT_C_IDENT}, got '9s'"
+
+
+def test_a_spec_collects_the_layouts_its_bindings_use_once_each_in_order() -> None:
+    extra = Layout("Extra", [B], f32, width=4)
+    s = Spec("s", kernels=[vsn.bind(x=Window.snap, y=Features), vsn.bind(name="v2", x=Features, y=Window.snap)],
+             layouts=[extra])
+    assert [lay.name for lay in s.layouts] == ["Extra", "Window", "Features"]
+    assert [b.name for b in s.kernels] == ["vsn", "v2"]
+
+
+def test_lg208_a_parameter_named_like_a_generated_local_or_a_symbol(site_of: SiteOf) -> None:
+    """`row`, `element`, `vector`, `stream` and the kernel's own symbols are declared by generated code."""
+    generated = "a name the generated code defines (row, element, vector, stream)"
+    err = raises(lambda: Kernel("k", "k.cu.j2", [
+        In("x", [B, F]),
+        Out("row", [B, F]),  # site: param row
+    ]))
+    assert err.code == "LG208"
+    assert err.diagnostic.message == f"parameter `row` of `k` clashes with {generated}"
+    assert err.site == site_of("param row")
+    err = raises(lambda: Kernel("k", "k.cu.j2", [In("x", [B, F]), In("F", [F])]))  # site: param F
+    assert err.diagnostic.message == "parameter `F` of `k` clashes with a shape symbol of the kernel"
+    assert err.site == site_of("param F")
+    (element,) = dims("element")
+    err = raises(lambda: Kernel("k", "k.cu.j2", [In("x", [B, element])]))  # site: symbol element
+    assert err.diagnostic.message == f"shape symbol `element` of `k` is {generated}"
+    assert err.site == site_of("symbol element")
+    err = raises(lambda: Kernel("k", "k.cu.j2", [In("stream", [B])]))
+    assert err.diagnostic.message == f"parameter `stream` of `k` clashes with {generated}"
+
+
+def test_lg208_a_kernel_named_like_its_spec_would_clash_with_the_generated_namespace(site_of: SiteOf) -> None:
+    err = raises(lambda: Spec("vsn", kernels=[
+        vsn.bind(x=Window.snap, y=Features),  # site: same as spec
+    ]))
+    assert err.code == "LG208"
+    assert err.diagnostic.message == (
+        "kernel `vsn` would clash with the C++ namespace `vsn` of the generated code (the spec's name)"
+    )
+    assert err.hint == 'name the binding: vsn.bind(name="...", ...), or rename the spec'
+    assert err.site == site_of("same as spec")
+    err = raises(lambda: Spec("s", kernels=[vsn.bind(name="lg", x=Window.snap, y=Features)]))
+    assert err.diagnostic.message == "kernel `lg` would clash with the C++ namespace `lg` of the generated code"
+    err = raises(lambda: Spec("lg"))
+    assert err.diagnostic.message == "a spec name is reserved for layoutgen's C++ namespace, got `lg`"
+    assert Spec("vsn_spec", kernels=[vsn.bind(x=Window.snap, y=Features)]).name == "vsn_spec"
+
+
+def test_lg208_a_kernel_named_like_a_layout_would_clash_in_the_generated_module(site_of: SiteOf) -> None:
+    scale = Layout("scale", [B], f32, width=8)
+    k = Kernel("scale", "k.cu.j2", [InOut("x", [B, F])])
+    err = raises(lambda: Spec("s", kernels=[
+        k.bind(x=scale),  # site: same as layout
+    ]))
+    assert err.code == "LG208"
+    assert err.diagnostic.message == (
+        "kernel `scale` has the name of a layout of spec `s`; the generated module would define both"
+    )
+    assert err.site == site_of("same as layout")
+    assert Spec("s", kernels=[k.bind(name="scale_rows", x=scale)]).kernels[0].name == "scale_rows"
