@@ -9,9 +9,9 @@ field's offset, width and row stride allow, down to one element).
 
 from __future__ import annotations
 
-from .codegen.env import PACKAGE_TEMPLATES
 from .kernels import Binding, Grid, In, Kernel, Out
 from .schema import Dim, Layout, View
+from .templates import DIRECTORY as PACKAGE_TEMPLATES
 
 
 def _kernel(name: str, template: str, view: View) -> Kernel:

@@ -1,8 +1,6 @@
 """An empty kernel with the VSN forward's parameters: launch overhead alone."""
 
-from layoutgen import Layout, dims, f32
-from layoutgen.kernels import Grid, In, Kernel, Out
-from layoutgen.spec import Spec
+from layoutgen import Grid, In, Kernel, Layout, Out, Spec, dims, f32
 
 B, K, F = dims("B K F")
 Window = Layout("Window", [B, K], f32, width=56)

@@ -7,9 +7,7 @@ assumption) and bound to `Window.snap`, the binding fails with LG201 naming
 stride 56 against 40, before anything is generated or run.
 """
 
-from layoutgen import dims
-from layoutgen.kernels import Grid, In, Kernel, Out
-from layoutgen.spec import Spec
+from layoutgen import Grid, In, Kernel, Out, Spec, dims
 
 from spec import Bias, Features, Weights, Window  # noqa: E402  (the example's own layouts)
 

@@ -6,10 +6,7 @@ broadcast over K. The original hand-written VSN read `snap` at row stride 40;
 here every kernel gets its strides from these declarations.
 """
 
-from layoutgen import Field, Group, Layout, dims, f32
-from layoutgen.copies import field_copies
-from layoutgen.kernels import Grid, In, InOut, Kernel, Out
-from layoutgen.spec import Spec
+from layoutgen import Field, Grid, Group, In, InOut, Kernel, Layout, Out, Spec, dims, f32, field_copies
 
 B, K, F, C = dims("B K F C")
 

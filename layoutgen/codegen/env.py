@@ -15,7 +15,9 @@ from pathlib import Path
 
 import jinja2
 
-PACKAGE_TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
+from ..templates import DIRECTORY
+
+PACKAGE_TEMPLATES = DIRECTORY
 
 _SHIPPED = "layoutgen/templates/"
 _MARK = re.compile("\x01(\\d+)\x02")
