@@ -73,14 +73,32 @@ def main() -> None:
 
     with tempfile.TemporaryDirectory(dir=ROOT) as tmp:
         module = generated_module(Path(tmp))
+        import os
+
+        from layoutgen.runtime.driver import LAUNCH_ENV, PackedLaunch
+        from layoutgen.runtime.launch import KernelLauncher, _load
+
         launcher = module.empty
         rows: list[tuple[str, float]] = []
         rows.append(("layoutgen launcher (validates 5 arrays)", per_call_us(lambda: launcher(x, w, b, gates, y), sync)))
+        print(f"default launch path: {type(module._empty.function(0, 'sm_90')).__name__}")
 
-        fn = module._empty.function(cupy.cuda.runtime.getDevice(), "sm_90")
+        kernel = _load(module._empty.folder, module._empty.header, module._empty.spec, "sm_90")
         grid, block = ((B * K + 127) // 128,), (128,)
         nb, nk = np.int64(B), np.int64(K)
-        rows.append(("raw CuPy RawKernel call", per_call_us(lambda: fn(grid, block, (x, w, b, gates, y, nb, nk)), sync)))
+        rows.append(("raw CuPy RawKernel call", per_call_us(lambda: kernel(grid, block, (x, w, b, gates, y, nb, nk)), sync)))
+        try:
+            packed = PackedLaunch(int(kernel.kernel.ptr), 7)
+            values = (x.data.ptr, w.data.ptr, b.data.ptr, gates.data.ptr, y.data.ptr, B, K)
+            rows.append(("cuLaunchKernel, packed buffer (no checks)",
+                         per_call_us(lambda: packed(grid[0], 128, values, None), sync)))
+        except ImportError as exc:
+            rows.append((f"cuda.bindings unavailable: {exc}", float("nan")))
+        os.environ[LAUNCH_ENV] = "cupy"
+        through_cupy = KernelLauncher(module._empty.spec, module._empty.folder, module._empty.header)
+        rows.append(("layoutgen launcher, CuPy launch path",
+                     per_call_us(lambda: through_cupy(x, w, b, gates, y), sync)))
+        del os.environ[LAUNCH_ENV]
 
     if triton_empty is not None:
         import torch

@@ -17,6 +17,7 @@ from typing import Any
 
 from ..schema.diagnostics import Diagnostic, LayoutgenError
 from .arrays import ArrayInfo, ArrayKindError, array_info
+from .driver import Launch, make_launch
 
 
 class LaunchError(LayoutgenError, ValueError):
@@ -144,6 +145,8 @@ class KernelLauncher:
     # Rank, width, static dims, dtype and packing depend on nothing else, so a hit skips those checks;
     # symbols, device, alignment and writability are checked on every call.
     _passed: dict[tuple[Any, ...], tuple[tuple[str, int], ...]] = field(default_factory=dict, repr=False)
+    # (device, then each array's type, shape, strides, dtype, device) -> the launch it validated to.
+    _plans: dict[tuple[Any, ...], _Plan] = field(default_factory=dict, repr=False)
 
     def bind(self, arrays: tuple[Any, ...], device: int) -> tuple[list[int], dict[str, int]]:
         """Every argument checked; the pointers and the bound symbols."""
@@ -180,38 +183,130 @@ class KernelLauncher:
         return pointers, bound
 
     def grid(self, arrays: tuple[Any, ...], bound: dict[str, int]) -> int:
+        """Threads the launch needs: rows (or elements, or vectors) of the grid's parameter."""
         p = self.spec.params[self.spec.grid_param]
         rows = 1
         for d in p.layout.dims:
             rows *= d if isinstance(d, int) else bound[d]
-        count = rows * self.spec.per_row
-        return count
+        return rows * self.spec.per_row
 
-    def function(self, device: int, arch: str) -> Any:
+    def function(self, device: int, arch: str) -> Launch:
+        """The loaded kernel for ``device`` (compiled or taken from the cache on first use)."""
         key = (device, arch)
         fn = self._functions.get(key)
         if fn is None:
             with self._lock:
                 fn = self._functions.get(key)
                 if fn is None:
-                    fn = self._functions[key] = _load(self.folder, self.header, self.spec, arch)
+                    kernel = _load(self.folder, self.header, self.spec, arch)
+                    fn = self._functions[key] = make_launch(kernel, len(self.spec.params) + len(self.spec.symbols))
         return fn
 
+    def _plan(self, arrays: tuple[Any, ...], device: int) -> _Plan:
+        """Validate every argument (raises LaunchError) and work out the launch."""
+        _, bound = self.bind(arrays, device)
+        threads = self.grid(arrays, bound)
+        block = self.spec.block
+        masks = tuple(p.align - 1 for p in self.spec.params)
+        return _Plan(device, (threads + block - 1) // block, block,
+                     tuple(bound[s] for s in self.spec.symbols), masks)
+
     def __call__(self, *arrays: Any, stream: Any = None) -> None:
+        """Check every array against its layout, then launch; raises LaunchError before any launch."""
+        device = _device()
+        # The hot path, written flat because it runs on every launch: arrays whose
+        # (type, shape, strides, dtype, device) all passed before need only their
+        # pointers read and their alignment checked.
+        key: list[Any] | None = [device]
+        pointers: list[int] = []
+        for a in arrays:
+            kind = type(a)
+            if kind is _CUPY_NDARRAY:
+                data = a.data
+                key += (a.shape, a.strides, a.dtype, data.device_id)  # type: ignore[operator]
+                pointers.append(data.ptr)
+                continue
+            reader = _FAST_READERS.get(kind)
+            if reader is None:  # a kind of array without a fast reader: validate it every call
+                key = None
+                break
+            signature, ptr = reader(a)
+            key.append(signature)  # type: ignore[union-attr]
+            pointers.append(ptr)
+        plan = None if key is None else self._plans.get(tuple(key))
+        if plan is None:
+            plan = self._plan(arrays, device)
+            if key is not None:
+                if len(self._plans) >= 256:
+                    self._plans.clear()
+                self._plans[tuple(key)] = plan
+            pointers = [array_info(a).ptr for a in arrays]
+        else:
+            for ptr, mask in zip(pointers, plan.masks):
+                if ptr & mask:
+                    self.bind(arrays, device)  # raises LG606 naming the parameter
+        if plan.blocks:
+            pointers += plan.symbols
+            self.function(device, _arch(device))(plan.blocks, plan.block, pointers, stream)
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """A validated launch: everything but the pointers, which change from call to call."""
+
+    device: int
+    blocks: int
+    block: int
+    symbols: tuple[int, ...]
+    masks: tuple[int, ...]  # alignment - 1 of each parameter
+
+
+def _cupy_reader(a: Any) -> tuple[tuple[Any, ...], int]:
+    data = a.data
+    return (type(a), a.shape, a.strides, a.dtype, data.device_id), data.ptr
+
+
+def _torch_reader(t: Any) -> tuple[tuple[Any, ...], int]:
+    return (type(t), t.shape, t.stride(), t.dtype, t.device), t.data_ptr()
+
+
+class _Readers(dict[type, Any]):
+    """Fast readers by array type: CuPy subclasses and torch tensors, found on first sight."""
+
+    def get(self, kind: type, default: Any = None) -> Any:
+        try:
+            return self[kind]
+        except KeyError:
+            return default
+
+    def __missing__(self, kind: type) -> Any:
+        module = kind.__module__
+        reader: Any = None
+        if module.startswith("cupy"):
+            import cupy
+
+            reader = _cupy_reader if issubclass(kind, cupy.ndarray) else None
+        elif module.startswith("torch") and kind.__name__ in ("Tensor", "Parameter"):
+            reader = _torch_reader
+        if reader is None:
+            raise KeyError(kind)
+        self[kind] = reader
+        return reader
+
+
+_FAST_READERS = _Readers()
+_CUPY_NDARRAY: Any = None  # cupy.ndarray once CuPy is imported: read inline on the hot path
+_GET_DEVICE: Any = None
+
+
+def _device() -> int:
+    """The current CUDA device (CuPy's), importing CuPy on first use."""
+    global _CUPY_NDARRAY, _GET_DEVICE
+    if _GET_DEVICE is None:
         import cupy
 
-        device = cupy.cuda.runtime.getDevice()
-        pointers, bound = self.bind(arrays, device)
-        threads = self.grid(arrays, bound)
-        if threads == 0:
-            return
-        fn = self.function(device, _arch(device))
-        block = self.spec.block
-        import numpy as np
-
-        args = tuple(np.uint64(p) for p in pointers) + tuple(np.int64(bound[s]) for s in self.spec.symbols)
-        fn(((threads + block - 1) // block,), (block,), args,
-           stream=stream if stream is not None else cupy.cuda.get_current_stream())
+        _CUPY_NDARRAY, _GET_DEVICE = cupy.ndarray, cupy.cuda.runtime.getDevice
+    return int(_GET_DEVICE())
 
 
 _ARCHS: dict[int, str] = {}

@@ -83,6 +83,7 @@ CODES: dict[str, Code] = _registry(
     Code("LG606", "misaligned-array", _E, "an array's base pointer is not aligned as the kernel needs"),
     Code("LG607", "read-only-array", _E, "an output array is read-only"),
     Code("LG608", "not-a-device-array", _E, "an argument is a host array or not an array"),
+    Code("LG609", "launch-failed", _E, "the CUDA driver refused the launch itself"),
 )
 
 

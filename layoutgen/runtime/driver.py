@@ -1,0 +1,106 @@
+"""Launching a loaded kernel: through NVIDIA's ``cuda.bindings`` or through CuPy.
+
+Every parameter of a generated kernel is 8 bytes (a pointer or a ``long
+long``), so a launch is an array of 8-byte values. :class:`PackedLaunch`
+keeps that array and the ``void**`` that points into it alive for the
+kernel's lifetime and calls ``cuLaunchKernel`` with the array's address: no
+per-call conversion of arguments. :class:`CupyLaunch` is the fallback when
+``cuda.bindings`` is not installed (or ``LAYOUTGEN_LAUNCH=cupy``).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import threading
+from typing import Any, Protocol
+
+from ..schema.diagnostics import Diagnostic, LayoutgenError
+
+#: Set to "cupy" to launch through CuPy even where cuda.bindings is installed.
+LAUNCH_ENV = "LAYOUTGEN_LAUNCH"
+
+
+class Launch(Protocol):
+    """Launches one kernel: ``blocks`` blocks of ``block`` threads, 8-byte ``values``, on ``stream``."""
+
+    def __call__(self, blocks: int, block: int, values: list[int], stream: Any) -> None: ...
+
+
+_CURRENT_STREAM: Any = None
+
+
+def stream_handle(stream: Any) -> int:
+    """The CUstream of a CuPy stream, a torch stream, an int, or None (the current CuPy stream)."""
+    global _CURRENT_STREAM
+    if stream is None:
+        if _CURRENT_STREAM is None:
+            import cupy
+
+            _CURRENT_STREAM = cupy.cuda.get_current_stream
+        return int(_CURRENT_STREAM().ptr)
+    if isinstance(stream, int):
+        return stream
+    for attr in ("ptr", "cuda_stream"):  # CuPy, torch
+        handle = getattr(stream, attr, None)
+        if isinstance(handle, int):
+            return handle
+    raise TypeError(f"`stream` must be a CuPy or torch stream or a CUstream handle, got {stream!r}")
+
+
+class PackedLaunch:
+    """``cuLaunchKernel`` with a parameter buffer packed once and refreshed in place."""
+
+    def __init__(self, function: int, n_values: int) -> None:
+        from cuda.bindings import driver
+
+        self._launch = driver.cuLaunchKernel
+        self._success = driver.CUresult.CUDA_SUCCESS
+        self._function = driver.CUfunction(function)
+        self._values = (ctypes.c_uint64 * n_values)()
+        base = ctypes.addressof(self._values)
+        self._slots = (ctypes.c_void_p * n_values)(*(base + 8 * i for i in range(n_values)))
+        self._address = ctypes.addressof(self._slots)
+        self._streams: dict[int, Any] = {}
+        self._stream_type = driver.CUstream
+        # The buffer is shared: filling it and launching must not interleave between threads.
+        self._lock = threading.Lock()
+
+    def __call__(self, blocks: int, block: int, values: list[int], stream: Any) -> None:
+        handle = stream_handle(stream)
+        cu_stream = self._streams.get(handle)
+        if cu_stream is None:
+            cu_stream = self._streams[handle] = self._stream_type(handle)
+        with self._lock:
+            self._values[:] = values  # type: ignore[assignment]
+            (err,) = self._launch(self._function, blocks, 1, 1, block, 1, 1, 0, cu_stream, self._address, 0)
+        if err != self._success:
+            raise LayoutgenError(Diagnostic("LG609", f"cuLaunchKernel failed: {err!r}"))
+
+
+class CupyLaunch:
+    """A launch through CuPy's ``Function`` (numpy scalars for every value)."""
+
+    def __init__(self, function: Any) -> None:
+        self._function = function
+
+    def __call__(self, blocks: int, block: int, values: list[int], stream: Any) -> None:
+        import cupy
+        import numpy as np
+
+        args = tuple(np.uint64(v) for v in values)
+        if stream is None:
+            stream = cupy.cuda.get_current_stream()
+        elif not type(stream).__module__.startswith("cupy"):
+            stream = cupy.cuda.ExternalStream(stream_handle(stream))
+        self._function((blocks,), (block,), args, stream=stream)
+
+
+def make_launch(kernel: Any, n_values: int) -> Launch:
+    """The fastest launch available for a CuPy ``RawKernel``."""
+    if os.environ.get(LAUNCH_ENV, "") != "cupy":
+        try:
+            return PackedLaunch(int(kernel.kernel.ptr), n_values)
+        except ImportError:
+            pass
+    return CupyLaunch(kernel)
