@@ -1,0 +1,340 @@
+"""The documentation says what the code does.
+
+- every diagnostic code in the registry has its `## LGnnn name` section in
+  docs/diagnostics.md, and every configuration key its entry in docs/config.md;
+- every public name of `layoutgen` is in docs/api.md;
+- the README's quickstart is exactly `make demo` and `make test`;
+- each example of docs/diagnostics.md produces its code: the files a section
+  shows (a code block under a line ending in "`path`:") are written to an empty
+  project, the `$ layoutgen ...` commands of its `console` block are run there,
+  and what they print must be what the section shows;
+- the LG6xx examples, which need a GPU to run as written, are replayed through
+  the launcher's own checks with stand-in arrays of the same shape, strides,
+  dtype, device and pointer, and must give the message shown;
+- `console` blocks of the README, docs/cli.md and examples/vsn/README.md that
+  run `layoutgen show` or `layoutgen check` (no `--compile`) print what they show,
+  run from the repository root.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import re
+import shlex
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+import layoutgen
+from layoutgen.cli import main
+from layoutgen.config import KEYS
+from layoutgen.schema.diagnostics import CODES
+
+REPO = Path(__file__).resolve().parent.parent
+DOCS = REPO / "docs"
+
+_FENCE = re.compile(r"^```([\w-]*)[^\n]*\n(.*?)^```[ \t]*$", re.M | re.S)
+_FILE_CAPTION = re.compile(r"`([^`\s]+)`:\s*$")
+
+
+def read(path: Path) -> str:
+    return path.read_text(encoding="utf-8")
+
+
+def sections(markdown: str) -> dict[str, str]:
+    """``## LGnnn name`` sections of a page, by code (the text up to the next ``## ``)."""
+    parts = re.split(r"^## ", markdown, flags=re.M)
+    out: dict[str, str] = {}
+    for part in parts[1:]:
+        m = re.match(r"(LG\d{3})\b", part)
+        if m:
+            out[m.group(1)] = "## " + part
+    return out
+
+
+def blocks(text: str) -> list[tuple[str, str, str]]:
+    """Every fenced block of ``text``: (info string, the last non-blank line before it, content)."""
+    out = []
+    for m in _FENCE.finditer(text):
+        before = [line for line in text[: m.start()].splitlines() if line.strip()]
+        out.append((m.group(1), before[-1] if before else "", m.group(2)))
+    return out
+
+
+def files_of(text: str) -> dict[str, str]:
+    """The files a section shows: blocks under a line ending in "`path`:"."""
+    out = {}
+    for _, caption, content in blocks(text):
+        m = _FILE_CAPTION.search(caption)
+        if m:
+            out[m.group(1)] = content
+    return out
+
+
+def console_blocks(text: str) -> list[list[tuple[str, str]]]:
+    """Each ``console`` block as [(command after ``$ ``, the output shown under it)]."""
+    out = []
+    for info, _, content in blocks(text):
+        if info != "console":
+            continue
+        runs: list[tuple[str, str]] = []
+        for line in content.splitlines(keepends=True):
+            if line.startswith("$ "):
+                runs.append((line[2:].strip(), ""))
+            elif runs:
+                runs[-1] = (runs[-1][0], runs[-1][1] + line)
+        out.append(runs)
+    return out
+
+
+def run_layoutgen(command: str, cwd: Path) -> str:
+    """``layoutgen ARGS`` run in-process in ``cwd``: stdout and stderr as one text."""
+    words = shlex.split(command)
+    assert words[0] == "layoutgen", command
+    buffer = io.StringIO()
+    before = Path.cwd()
+    os.chdir(cwd)
+    try:
+        with contextlib.redirect_stdout(buffer), contextlib.redirect_stderr(buffer):
+            main(words[1:])
+    finally:
+        os.chdir(before)
+    return buffer.getvalue()
+
+
+def nvrtc_missing() -> str | None:
+    """Why NVRTC cannot compile here, or None when it can."""
+    try:
+        from layoutgen.runtime.nvrtc import nvrtc_version
+
+        nvrtc_version()
+    except Exception as exc:  # NvrtcUnavailableError, ImportError
+        return f"NVRTC is not available: {exc}"
+    return None
+
+
+# -- registries against pages ---------------------------------------------------
+
+
+def test_every_diagnostic_code_has_its_section() -> None:
+    page = read(DOCS / "diagnostics.md")
+    headings = re.findall(r"^## (LG\d{3}) ([\w-]+)\s*$", page, flags=re.M)
+    documented = dict(headings)
+    missing = [c for c in CODES if c not in documented]
+    assert not missing, f"docs/diagnostics.md has no `## LGnnn name` section for {missing}"
+    wrong = {c: (documented[c], CODES[c].name) for c in CODES if documented[c] != CODES[c].name}
+    assert not wrong, f"section names differ from the registry's: {wrong}"
+    stale = sorted(set(documented) - set(CODES))
+    assert not stale, f"docs/diagnostics.md documents codes the registry no longer has: {stale}"
+    for code, text in sections(page).items():
+        severity = CODES[code].severity.value
+        assert f"**Severity:** {severity}" in text, f"{code}: the section must say its severity ({severity})"
+
+
+def test_every_config_key_is_documented() -> None:
+    page = read(DOCS / "config.md")
+    missing = [key for key in KEYS if not re.search(rf"^### `{re.escape(key)}`", page, flags=re.M)]
+    assert not missing, f"docs/config.md has no `### `key`` entry for {missing}"
+
+
+def test_every_public_name_is_in_the_api_reference() -> None:
+    page = read(DOCS / "api.md")
+    missing = [n for n in layoutgen.__all__ if n != "__version__" and f"`{n}" not in page]
+    assert not missing, f"docs/api.md does not mention {missing}"
+
+
+def test_the_quickstart_is_exactly_make_demo_and_make_test() -> None:
+    readme = read(REPO / "README.md")
+    m = re.search(r"^## Quickstart\s*$(.*?)(?=^## )", readme, flags=re.M | re.S)
+    assert m, "README.md has no `## Quickstart` section"
+    code = [content for _, _, content in blocks(m.group(1))]
+    assert len(code) == 1, f"the quickstart must have one code block, found {len(code)}"
+    commands = [line.strip().removeprefix("$ ") for line in code[0].splitlines() if line.strip()]
+    assert commands == ["make demo", "make test"]
+
+
+# -- diagnostics: each example produces its code --------------------------------
+
+DIAGNOSTICS = sections(read(DOCS / "diagnostics.md")) if (DOCS / "diagnostics.md").exists() else {}
+RUNNABLE = sorted(code for code, text in DIAGNOSTICS.items() if console_blocks(text))
+
+
+@pytest.mark.parametrize("code", RUNNABLE)
+def test_diagnostic_example_gives_its_code(code: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    text = DIAGNOSTICS[code]
+    if "--compile" in text:
+        reason = nvrtc_missing()
+        if reason:
+            pytest.skip(reason)
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "pyproject.toml").write_text("")  # the project root: every setting has its default
+    for rel, content in files_of(text).items():
+        (project / rel).parent.mkdir(parents=True, exist_ok=True)
+        (project / rel).write_text(content, encoding="utf-8")
+    monkeypatch.setenv("LAYOUTGEN_CACHE_DIR", str(tmp_path / "cache"))
+    (runs,) = console_blocks(text)
+    shown = "".join(f"$ {cmd}\n{out}" for cmd, out in runs)
+    actual = "".join(f"$ {cmd}\n{run_layoutgen(cmd, project)}" for cmd, _ in runs)
+    severity = CODES[code].severity.value
+    assert f"{severity}[{code}]" in actual, actual
+    assert actual == shown, f"docs/diagnostics.md, {code}: the example's output changed"
+
+
+# Stand-ins for the arrays of the LG6xx examples: what the launcher reads of a
+# CuPy array, through ``__cuda_array_interface__`` (byte strides).
+BASE = 0x7F00_0000_0000
+
+
+class Dev:
+    def __init__(self, shape: tuple[int, ...], typestr: str = "<f4", ptr: int = BASE,
+                 strides: tuple[int, ...] | None = None, readonly: bool = False, device: int = 0) -> None:
+        self.__cuda_array_interface__: dict[str, Any] = {
+            "version": 3, "shape": shape, "typestr": typestr, "data": (ptr, readonly), "strides": strides,
+        }
+        self.device = SimpleNamespace(id=device)
+
+
+def _fwd(**replace: Any) -> tuple[Any, ...]:
+    """The arguments of the examples' `variable_selection_fwd(window, W, b, gates, y)` at B, K = 256, 64."""
+    args: dict[str, Any] = {
+        "x": Dev((256, 64, 56), ptr=BASE), "W": Dev((40, 40), ptr=BASE + 0x1000000),
+        "b": Dev((40,), ptr=BASE + 0x2000000), "gates": Dev((256, 64, 40), ptr=BASE + 0x3000000),
+        "y": Dev((256, 64, 40), ptr=BASE + 0x4000000),
+    }
+    args.update(replace)
+    return tuple(args.values())
+
+
+def _host_array() -> Any:
+    import numpy as np
+
+    return np.zeros((40, 40), np.float32)
+
+
+LAUNCH_CASES: dict[str, Any] = {
+    # window[:, :, :40]: the slice keeps the window's strides
+    "LG601": lambda: _fwd(x=Dev((256, 64, 40), strides=(64 * 56 * 4, 56 * 4, 4))),
+    "LG602": lambda: _fwd(W=Dev((40, 40), "<f8")),
+    "LG603": lambda: _fwd(gates=Dev((128, 64, 40), ptr=BASE + 0x3000000)),
+    # cp.empty((K, B, 40)).transpose(1, 0, 2)
+    "LG604": lambda: _fwd(y=Dev((256, 64, 40), ptr=BASE + 0x4000000, strides=(40 * 4, 256 * 40 * 4, 4))),
+    "LG605": lambda: _fwd(y=Dev((256, 64, 40), ptr=BASE + 0x4000000, device=1)),
+    "LG606": lambda: _fwd(W=Dev((40, 40), ptr=BASE + 0x1000002)),
+    "LG607": lambda: _fwd(gates=Dev((256, 64, 40), ptr=BASE + 0x3000000, readonly=True)),
+    "LG608": lambda: _fwd(W=_host_array()),
+}
+
+
+@pytest.mark.parametrize("code", sorted(LAUNCH_CASES))
+def test_launch_example_gives_its_message(code: str) -> None:
+    import generated.vsn as vsn
+    from layoutgen.runtime.launch import LaunchError
+
+    with pytest.raises(LaunchError) as info:
+        vsn._variable_selection_fwd.bind(LAUNCH_CASES[code](), device=0)
+    assert info.value.code == code
+    shown = [content for info_string, _, content in blocks(DIAGNOSTICS[code]) if info_string == "text"]
+    assert shown == [f"layoutgen.runtime.launch.LaunchError: {info.value}\n"], str(info.value)
+
+
+# -- console blocks of the other pages, run from the repository root -------------
+
+PAGES = [REPO / "README.md", DOCS / "cli.md", REPO / "examples" / "vsn" / "README.md"]
+
+
+def _replayable(runs: list[tuple[str, str]]) -> bool:
+    return bool(runs) and all(
+        cmd.startswith(("layoutgen show ", "layoutgen check ")) and "--compile" not in cmd for cmd, _ in runs
+    )
+
+
+REPLAYS = [
+    pytest.param(page, n, runs, id=f"{page.relative_to(REPO).as_posix()}-{n}")
+    for page in PAGES if page.exists()
+    for n, runs in enumerate(console_blocks(read(page)))
+    if _replayable(runs)
+]
+
+
+@pytest.mark.parametrize(("page", "n", "runs"), REPLAYS)
+def test_console_output_on_the_pages_is_current(page: Path, n: int, runs: list[tuple[str, str]]) -> None:
+    for command, shown in runs:
+        assert run_layoutgen(command, REPO) == shown, f"{page.name}: the output of `{command}` changed"
+
+
+def test_pages_show_commands_that_are_replayed() -> None:
+    """The seed bug's diagnostic on the README and the example's page is checked, not just pasted."""
+    for page in (REPO / "README.md", REPO / "examples" / "vsn" / "README.md"):
+        commands = [cmd for p, _, runs in (r.values for r in REPLAYS) if p == page for cmd, _ in runs]
+        assert "layoutgen check examples/vsn/seed_bug.py" in commands, page
+
+
+# -- the README's Python example, on a GPU ----------------------------------------
+
+
+def _gpu_reason() -> str | None:
+    try:
+        import cupy
+
+        return None if cupy.cuda.runtime.getDeviceCount() > 0 else "no CUDA GPU here (0 devices)"
+    except Exception as exc:  # no CuPy, or no driver: CUDARuntimeError
+        return f"no CUDA GPU here ({type(exc).__name__}: {exc})"
+
+
+@pytest.mark.gpu
+def test_the_readme_python_example_runs_and_its_refusal_is_as_shown() -> None:
+    reason = _gpu_reason()
+    if reason:
+        pytest.skip(reason)
+    from layoutgen.runtime.launch import LaunchError
+
+    readme = read(REPO / "README.md")
+    python = [content for info, _, content in blocks(readme) if info == "python"]
+    example = next(c for c in python if "import generated.vsn as vsn" in c)
+    refusal = next(c for c in python if "window.data[:, :, :40]" in c)
+    namespace: dict[str, Any] = {}
+    exec(compile(example, "README.md", "exec"), namespace)  # noqa: S102 - the README's own code
+    y = namespace["y"].data
+    assert bool(namespace["cp"].isfinite(y).all())
+    with pytest.raises(LaunchError) as info:
+        exec(compile(refusal, "README.md", "exec"), namespace)  # noqa: S102
+    shown = next(c for i, _, c in blocks(readme) if i == "text" and "error[LG601]" in c)
+    device = namespace["cp"].cuda.runtime.getDevice()
+    assert shown == f"layoutgen.runtime.launch.LaunchError: {info.value}\n".replace(
+        f"on device {device}", "on device 0")
+
+
+# -- links between the pages -------------------------------------------------------
+
+LINKED = [REPO / "README.md", REPO / "examples" / "vsn" / "README.md", *sorted(DOCS.glob("*.md"))]
+
+
+def _slugs(markdown: str) -> set[str]:
+    """GitHub's anchors of a page's headings (outside code blocks)."""
+    text = _FENCE.sub("", markdown)
+    out = set()
+    for heading in re.findall(r"^#{1,6} (.+?)\s*$", text, flags=re.M):
+        slug = re.sub(r"[^\w\- ]", "", heading.lower()).replace(" ", "-")
+        out.add(slug)
+    return out
+
+
+@pytest.mark.parametrize("page", LINKED, ids=lambda p: p.relative_to(REPO).as_posix())
+def test_relative_links_and_anchors_resolve(page: Path) -> None:
+    text = _FENCE.sub("", read(page))
+    broken = []
+    for target in re.findall(r"\]\(([^)\s]+)\)", text):
+        if re.match(r"[a-z]+:", target):
+            continue  # https: and the like
+        path, _, anchor = target.partition("#")
+        linked = (page.parent / path).resolve() if path else page
+        if not linked.exists():
+            broken.append(target)
+        elif anchor and linked.suffix == ".md" and anchor not in _slugs(read(linked)):
+            broken.append(target)
+    assert not broken, f"{page.name}: broken links {broken}"
