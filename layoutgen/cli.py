@@ -70,7 +70,7 @@ def _spec_files(config: Config, args: argparse.Namespace) -> list[Path]:
     return list(config.spec_paths)
 
 
-def _finish(diags: list[Diagnostic], n_specs: int, fmt: str, quiet: bool) -> int:
+def _finish(diags: list[Diagnostic], n_specs: int, fmt: str) -> int:
     errors, warnings = counts(diags)
     text = render(diags, fmt, color=fmt == "text" and sys.stdout.isatty())
     if text:
@@ -85,7 +85,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
     results = [process_spec(config, path) for path in _spec_files(config, args)]
     diags = [d for r in results for d in r.diagnostics]
     if any(not r.ok for r in results):
-        return _finish(diags, len(results), "text", args.quiet)
+        return _finish(diags, len(results), "text")
     changed: list[str] = []
     deleted: set[str] = set()
     for result in results:
@@ -109,7 +109,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
         for path in changed:
             print(f"{'deleted' if path in deleted else 'wrote'} {path}")
         print(f"{len(changed)} file(s) changed in {len(results)} spec(s).")
-    return _finish(diags, len(results), "text", True) if diags else EXIT_OK
+    return _finish(diags, len(results), "text") if diags else EXIT_OK
 
 
 def cmd_check(args: argparse.Namespace) -> int:
@@ -122,7 +122,7 @@ def cmd_check(args: argparse.Namespace) -> int:
         from .compile_all import compile_results  # imports CuPy's NVRTC only when asked
 
         diags.extend(compile_results(results, config, report=args.report, progress=not args.quiet))
-    return _finish(diags, len(results), args.format, args.quiet)
+    return _finish(diags, len(results), args.format)
 
 
 def cmd_show(args: argparse.Namespace) -> int:

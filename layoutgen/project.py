@@ -34,12 +34,6 @@ class SpecResult:
     def ok(self) -> bool:
         return not any(d.severity is Severity.ERROR for d in self.diagnostics)
 
-    @property
-    def module_dir(self) -> str | None:
-        return None if self.spec is None else f"{self.out}/{self.spec.name}"
-
-    out: str = "generated"
-
 
 def process_spec(config: Config, spec_file: Path) -> SpecResult:
     """Load, check, lint and render one spec; plan its files against the disk."""
@@ -47,21 +41,21 @@ def process_spec(config: Config, spec_file: Path) -> SpecResult:
     rel = relative(spec_file, root)
     loaded = load_spec(spec_file)
     if loaded.spec is None:
-        return SpecResult(rel, None, {}, loaded.diagnostics, None, config.out)
+        return SpecResult(rel, None, {}, loaded.diagnostics, None)
     spec = loaded.spec
     diags = list(check_spec(spec))
     for binding in spec.kernels:
         diags.extend(lint_template(binding, binding.kernel.template_path))
     if any(d.severity is Severity.ERROR for d in diags):
-        return SpecResult(rel, spec, {}, tuple(diags), None, config.out)
+        return SpecResult(rel, spec, {}, tuple(diags), None)
     rendered = render_spec(spec, root, rel)
     diags.extend(rendered.diagnostics)
     if rendered.diagnostics:
-        return SpecResult(rel, spec, {}, tuple(diags), None, config.out)
+        return SpecResult(rel, spec, {}, tuple(diags), None)
     files = {f"{config.out}/{path}": text for path, text in rendered.files.items()}
     plan = plan_output(root, f"{config.out}/{spec.name}", files)
     diags.extend(plan.conflicts)
-    return SpecResult(rel, spec, files, tuple(diags), plan, config.out)
+    return SpecResult(rel, spec, files, tuple(diags), plan)
 
 
 def drift_diagnostics(result: SpecResult, root: Path) -> list[Diagnostic]:

@@ -7,6 +7,7 @@ from pathlib import Path
 from .checks import describe_view
 from .config import Config
 from .report import format_text
+from .schema.dims import shape_text, strides_text
 from .specload import load_spec
 from .unify import unify
 
@@ -34,10 +35,8 @@ def show(config: Config, spec_file: Path, layout_name: str | None) -> int:
         unified = unify(binding)
         print(f"kernel {binding.name} ({binding.kernel.template}), bound at {binding.site}")
         for param, view in binding.pairs:
-            shape = "[" + ", ".join(str(d) for d in param.shape) + "]"
-            strides = ", ".join(str(s) for s in view.strides)
-            print(f"  {param.name:<10} {param.access:<5} {shape:<12} <- {describe_view(view)}, "
-                  f"strides ({strides}), offset {view.offset}")
+            print(f"  {param.name:<10} {param.access:<5} {shape_text(param.shape):<12} <- {describe_view(view)}, "
+                  f"strides {strides_text(view.strides)}, offset {view.offset}")
         values = ", ".join(f"{s} = {d}" for s, d in unified.values)
         print(f"  symbols: {values}")
         print()

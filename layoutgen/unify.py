@@ -39,9 +39,6 @@ class Unified:
     conflicts: tuple[Conflict, ...]
     rank_errors: tuple[tuple[Param, View], ...]
 
-    def value(self, symbol: str) -> Dim:
-        return dict(self.values)[symbol]
-
     @property
     def static(self) -> dict[str, int]:
         return {s: d.size for s, d in self.values if d.size is not None}

@@ -5,19 +5,16 @@ from __future__ import annotations
 from ..kernels import Binding, Param
 from ..schema import View
 from ..schema.diagnostics import Diagnostic
+from ..schema.dims import shape_text
 from ..spec import Spec
 from ..unify import Conflict, unify
-
-
-def _shape(dims: tuple[object, ...]) -> str:
-    return "[" + ", ".join(str(d) for d in dims) + "]"
 
 
 def describe_view(view: View) -> str:
     """```Window.snap`` (`Window` [B, K, 56], columns 0..40)``."""
     layout = view.layout
     where = "all columns" if view.is_whole else f"columns {view.cols}"
-    return f"`{view.name}` (`{layout.name}` {_shape(layout.shape)} {layout.dtype}, {where})"
+    return f"`{view.name}` (`{layout.name}` {shape_text(layout.shape)} {layout.dtype}, {where})"
 
 
 def _conflict(binding: Binding, c: Conflict) -> Diagnostic:
@@ -53,7 +50,7 @@ def _param_checks(binding: Binding, param: Param, view: View) -> list[Diagnostic
         out.append(Diagnostic(
             "LG201",
             f"{who} needs contiguous rows (stride {view.width}) but is bound to `{view.name}`, row stride "
-            f"{view.row_stride} (`{view.layout.name}` {_shape(view.layout.shape)}, `{view.path}` = columns "
+            f"{view.row_stride} (`{view.layout.name}` {shape_text(view.layout.shape)}, `{view.path}` = columns "
             f"{view.cols})",
             binding.site,
             hint="drop contiguous=True and index through the view's accessors to read the strided rows, "
@@ -85,8 +82,8 @@ def check_binding(binding: Binding) -> list[Diagnostic]:
     for param, view in unified.rank_errors:
         out.append(Diagnostic(
             "LG206",
-            f"`{binding.name}.{param.name}` has rank {len(param.shape)} {_shape(param.shape)} but is bound to "
-            f"{describe_view(view)}, of rank {len(view.shape)} {_shape(view.shape)}",
+            f"`{binding.name}.{param.name}` has rank {len(param.shape)} {shape_text(param.shape)} but is bound to "
+            f"{describe_view(view)}, of rank {len(view.shape)} {shape_text(view.shape)}",
             binding.site, hint="bind a view with as many axes as the parameter declares",
         ))
     out.extend(_conflict(binding, c) for c in unified.conflicts)

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from ..kernels import Binding
 from ..schema import View
-from ..schema.dims import Size
+from ..schema.dims import Size, shape_text, strides_text
 from ..unify import unify
 
 #: Element counts at or past this need 64-bit index arithmetic.
@@ -94,7 +94,7 @@ def view_model(view: View, site: str) -> ViewModel:
         struct=struct_name(view),
         name=view.name,
         layout=layout.name,
-        shape="[" + ", ".join(str(d) for d in layout.shape) + "]",
+        shape=shape_text(layout.shape),
         dtype=str(layout.dtype),
         cols=view.cols,
         site=site,
@@ -107,7 +107,7 @@ def view_model(view: View, site: str) -> ViewModel:
         rows_expr=rows.c_expr() if not rows.is_static else str(rows.coef),
         indices=tuple(names),
         row_index_expr=expr,
-        strides="(" + ", ".join(str(s) for s in view.strides) + ")",
+        strides=strides_text(view.strides),
     )
 
 
@@ -133,7 +133,7 @@ def kernel_model(binding: Binding, views: dict[str, ViewModel], template: str, s
         c_type = view.dtype.c_type
         params.append(ParamModel(
             name=param.name, access=param.access, c_type=c_type if param.writes else f"const {c_type}",
-            view=model, shape="[" + ", ".join(str(d) for d in param.shape) + "]",
+            view=model, shape=shape_text(param.shape),
             contiguous=param.contiguous, vector=param.vector,
         ))
         for s in view.layout.symbols:

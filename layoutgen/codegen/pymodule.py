@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+from ..schema.dims import shape_text, strides_text
 from ..spec import Spec
 from .model import grid_shape
 
@@ -46,7 +48,7 @@ def module_model(spec: Spec, site_text: dict[int, str]) -> dict[str, object]:
     """What ``module.py.j2`` places; ``site_text`` maps id(layout) to its declaration site."""
     layouts = [
         PyLayout(
-            name=lay.name, shape="[" + ", ".join(str(d) for d in lay.shape) + "]", dtype=str(lay.dtype),
+            name=lay.name, shape=shape_text(lay.shape), dtype=str(lay.dtype),
             site=site_text[id(lay)], dims=tuple(d.size if d.size is not None else str(d.name) for d in lay.dims),
             width=lay.width, numpy=lay.dtype.numpy_name or lay.dtype.storage, itemsize=lay.dtype.size,
         )
@@ -60,8 +62,8 @@ def module_model(spec: Spec, site_text: dict[int, str]) -> dict[str, object]:
             lay = view.layout
             params.append(PyParam(
                 name=param.name, access=param.access, layout=lay.name,
-                layout_text=f"{lay.name} [{', '.join(str(d) for d in lay.shape)}] {lay.dtype}",
-                view=view.name, cols=view.cols, strides="(" + ", ".join(str(s) for s in view.strides) + ")",
+                layout_text=f"{lay.name} {shape_text(lay.shape)} {lay.dtype}",
+                view=view.name, cols=view.cols, strides=strides_text(view.strides),
                 align=max(param.vector or 0, lay.dtype.size),
             ))
             for s in lay.symbols:
@@ -76,9 +78,4 @@ def module_model(spec: Spec, site_text: dict[int, str]) -> dict[str, object]:
     exports = sorted([lay.name for lay in layouts] + [k.name for k in kernels])
     return {"spec": spec.name, "layouts": layouts, "kernels": kernels, "exports": exports,
             "header": f"{spec.name}.cuh"}
-
-
-def py_literal(value: object) -> str:
-    """A Python literal for the module template."""
-    return repr(value)
 

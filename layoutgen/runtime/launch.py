@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..schema.dims import shape_text
 from ..schema.diagnostics import Diagnostic, LayoutgenError
 from .arrays import ArrayInfo, ArrayKindError, array_info
 from .driver import Launch, make_launch
@@ -40,7 +41,7 @@ class LayoutSpec:
 
     @property
     def shape_text(self) -> str:
-        return "[" + ", ".join(str(d) for d in (*self.dims, self.width)) + "]"
+        return shape_text((*self.dims, self.width))
 
     def strides(self, shape: tuple[int, ...]) -> tuple[int, ...]:
         """The packed element strides of an array of this layout with ``shape``."""

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar, Generic, Protocol, TypeVar
 
+from ..schema.dims import shape_text
 from .arrays import ArrayKindError, array_info
 from .launch import LaunchError, LayoutSpec, ParamSpec, _error, check_param
 
@@ -32,7 +33,7 @@ class LayoutTag:
         """A new uninitialised CuPy array of this layout; ``shape`` gives the leading dims."""
         spec = cls.spec
         if len(shape) != len(spec.dims) or any(isinstance(d, int) and n != d for d, n in zip(spec.dims, shape)):
-            leading = "[" + ", ".join(str(d) for d in spec.dims) + "]"
+            leading = shape_text(spec.dims)
             raise _error("LG601", f"`{cls.__name__}.empty` takes the leading dims {leading} of layout {spec.name} "
                          f"{spec.shape_text}, got {list(shape)}")
         import cupy

@@ -119,6 +119,11 @@ class Size:
         return "*".join(terms)
 
 
-def upper_bound_exceeds_int32(size: Size, assumed_symbol_max: int = 1 << 31) -> bool:
-    """Whether ``size`` can pass 2**31: true for any product with a symbol."""
-    return bool(size.symbols) or size.coef >= assumed_symbol_max
+def shape_text(dims: Iterable[object]) -> str:
+    """A shape as messages and generated comments spell it: ``[B, K, 56]``."""
+    return "[" + ", ".join(str(d) for d in dims) + "]"
+
+
+def strides_text(strides: Iterable[object]) -> str:
+    """Strides as messages and generated comments spell them: ``(K*56, 56, 1)``."""
+    return "(" + ", ".join(str(s) for s in strides) + ")"

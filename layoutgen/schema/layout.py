@@ -8,7 +8,7 @@ from dataclasses import fields as dataclass_fields
 from typing import TYPE_CHECKING, Any
 
 from .diagnostics import Site, caller_site, layout_error
-from .dims import Dim, Size, as_shape
+from .dims import Dim, Size, as_shape, shape_text
 from .dtypes import DType, resolve_dtype
 from .fields import Entry
 from .names import name_problem
@@ -137,5 +137,4 @@ class Layout:
         return layout_table(self)
 
     def __repr__(self) -> str:
-        shape = ", ".join(str(d) for d in self.shape)
-        return f"<Layout {self.name} [{shape}] {self.dtype}>"
+        return f"<Layout {self.name} {shape_text(self.shape)} {self.dtype}>"

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from .dims import shape_text, strides_text
+
 if TYPE_CHECKING:
     from .layout import Layout
 
@@ -15,9 +17,8 @@ def _row(cells: list[str], widths: list[int]) -> str:
 
 def layout_table(layout: Layout) -> str:
     """``Window [B, K, 56] f32`` and a table of every field's columns, strides and alignment."""
-    shape = ", ".join(str(d) for d in layout.shape)
     lines = [
-        f"{layout.name} [{shape}] {layout.dtype}"
+        f"{layout.name} {shape_text(layout.shape)} {layout.dtype}"
         + (" read-only" if layout.read_only else "")
         + f"  (row stride {layout.width} elements, {layout.row_bytes} bytes)"
     ]
@@ -32,14 +33,12 @@ def layout_table(layout: Layout) -> str:
             body.append([label, region.cols, str(region.width), str(region.start), "", ""])
             continue
         sub = view[region.path]
-        strides = "(" + ", ".join(str(s) for s in sub.strides) + ")"
         body.append(
-            ["  " * depth + region.name, region.cols, str(region.width), str(region.start), strides,
+            ["  " * depth + region.name, region.cols, str(region.width), str(region.start), strides_text(sub.strides),
              f"{sub.align} B"]
         )
     if not body:
-        strides = "(" + ", ".join(str(s) for s in view.strides) + ")"
-        body.append(["(whole row)", view.cols, str(view.width), "0", strides, f"{view.align} B"])
+        body.append(["(whole row)", view.cols, str(view.width), "0", strides_text(view.strides), f"{view.align} B"])
     widths = [max(len(r[i]) for r in [header, *body]) for i in range(len(header))]
     lines.append("  " + _row(header, widths))
     lines.extend("  " + _row(r, widths) for r in body)

@@ -6,7 +6,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from .diagnostics import Diagnostic, Site, UnknownFieldError, caller_site, layout_error
-from .dims import Dim, Size
+from .dims import Dim, Size, shape_text, strides_text
 from .dtypes import DType
 from .record import Region
 
@@ -178,11 +178,9 @@ class View:
         return field_of(self, array)
 
     def __str__(self) -> str:
-        shape = ", ".join(str(d) for d in self.shape)
-        strides = ", ".join(str(s) for s in self.strides)
         return (
-            f"{self.name} [{shape}] {self.dtype} columns {self.cols} of {self.row_stride}, "
-            f"strides ({strides}), offset {self.offset}"
+            f"{self.name} {shape_text(self.shape)} {self.dtype} columns {self.cols} of {self.row_stride}, "
+            f"strides {strides_text(self.strides)}, offset {self.offset}"
         )
 
     def __repr__(self) -> str:
