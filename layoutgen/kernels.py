@@ -186,6 +186,11 @@ class Kernel:
                 "LG208", f"the grid of `{name}` must follow one of its parameters, got {grid!r}", site,
                 hint=f"for example grid=Grid.rows(\"{params[0].name}\")",
             )
+        if grid.per not in ("row", "element", "vector"):
+            raise _kernel_error(
+                "LG208", f"the grid of `{name}` must start one thread per \"row\", \"element\" or \"vector\", "
+                f"got {grid.per!r}", site, hint=f"use Grid.rows, Grid.elements or Grid.vectors(\"{grid.param}\")",
+            )
         if not isinstance(grid.block, int) or not 1 <= grid.block <= 1024:
             raise _kernel_error("LG208", f"the block size of `{name}` must be 1..1024, got {grid.block!r}", site)
         _check_clashes(name, params)

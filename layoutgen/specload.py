@@ -13,7 +13,7 @@ import traceback
 from dataclasses import dataclass
 from pathlib import Path
 
-from .schema.diagnostics import Diagnostic, LayoutgenError, Site
+from .schema.diagnostics import Diagnostic, LayoutgenError, Site, display_path
 from .spec import Spec
 
 
@@ -40,11 +40,11 @@ def load_spec(path: str | Path) -> Loaded:
     """Import ``path`` and return its one ``Spec``."""
     resolved = Path(path).resolve()
     if not resolved.is_file():
-        return Loaded(resolved, None, (Diagnostic("LG504", f"spec module {path} does not exist"),))
+        return Loaded(resolved, None, (Diagnostic("LG504", f"spec module {display_path(str(resolved))} does not exist"),))
     name = _module_name(resolved)
     module_spec = importlib.util.spec_from_file_location(name, resolved)
     if module_spec is None or module_spec.loader is None:
-        return Loaded(resolved, None, (Diagnostic("LG504", f"{path} is not a Python module"),))
+        return Loaded(resolved, None, (Diagnostic("LG504", f"{display_path(str(resolved))} is not a Python module"),))
     module = importlib.util.module_from_spec(module_spec)
     sys.modules[name] = module  # dataclasses and pickling look modules up by name
     # Like `python spec.py`: the spec's folder is importable while it loads, so
@@ -69,9 +69,9 @@ def load_spec(path: str | Path) -> Loaded:
                 del sys.modules[extra]
     specs = [v for v in vars(module).values() if isinstance(v, Spec)]
     if len(specs) != 1:
-        found = "no" if not specs else f"{len(specs)}"
+        found = "none" if not specs else f"{len(specs)}"
         return Loaded(resolved, None, (Diagnostic(
-            "LG504", f"a spec module must define exactly one `Spec(...)`, {path} defines {found}",
+            "LG504", f"a spec module must define exactly one `Spec(...)`, {display_path(str(resolved))} defines {found}",
             Site(str(resolved), 1), hint='add spec = Spec("name", kernels=[...]) at module level',
         ),))
     return Loaded(resolved, specs[0], ())

@@ -177,6 +177,16 @@ def test_lg208_a_grid_over_an_unknown_parameter(site_of: SiteOf) -> None:
     assert err.site == site_of("grid")
 
 
+def test_lg208_a_grid_of_an_unknown_kind(site_of: SiteOf) -> None:
+    err = raises(lambda: Kernel("k", "k.cu.j2", [In("x", [B])], grid=Grid("x", "rows")))  # type: ignore[arg-type]  # site: kind
+    assert err.code == "LG208"
+    assert err.diagnostic.message == (
+        'the grid of `k` must start one thread per "row", "element" or "vector", got \'rows\''
+    )
+    assert err.hint == 'use Grid.rows, Grid.elements or Grid.vectors("x")'
+    assert err.site == site_of("kind")
+
+
 def test_bad_dims_and_dtypes_of_a_parameter_are_layout_errors_at_the_users_line(site_of: SiteOf) -> None:
     err = raises(lambda: In("x", [B, -1]))  # site: negative dim
     assert isinstance(err, LayoutError)

@@ -85,10 +85,10 @@ def view_model(view: View, site: str) -> ViewModel:
     index_type = _index_type(total)
     leading = layout.dims
     names = [f"i{n}" for n in range(len(leading))]
-    spelled = [str(d) for d in leading]
+    # Horner's rule over the leading dims: ((i0 * d1 + i1) * d2 + i2) ...
     expr = names[0] if names else "0"
-    for name, dim in zip(names[1:], spelled[1:]):
-        expr = f"({expr}) * {dim} + {name}" if expr.count(" ") else f"{expr} * {dim} + {name}"
+    for n, (name, dim) in enumerate(zip(names[1:], leading[1:])):
+        expr = f"{f'({expr})' if n else expr} * {dim} + {name}"
     rows = layout.rows
     return ViewModel(
         struct=struct_name(view),

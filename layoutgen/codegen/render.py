@@ -66,7 +66,7 @@ def _template_error(exc: Exception, template: Path, binding: Binding) -> Diagnos
     site = Site(str(template), line) if line else binding.kernel.site
     return Diagnostic(
         "LG402", f"template of kernel `{binding.name}` failed to render: {message}", site,
-        hint="templates see the kernel's static symbols and `kernel`; names are case-sensitive",
+        hint="templates see the kernel's static symbols, `kernel` and `params`; names are case-sensitive",
     )
 
 

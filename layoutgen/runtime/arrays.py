@@ -100,15 +100,20 @@ def _from_interface(a: Any) -> ArrayInfo:
     name, itemsize = _dtype(cai["typestr"])
     strides = cai.get("strides")
     if strides is None:  # C-contiguous
-        out, step = [], 1
-        for size in reversed(shape):
-            out.append(step)
-            step *= size
-        elements = tuple(reversed(out))
+        elements = packed_strides(shape)
     else:
         elements = _elements(strides, itemsize, shape)
     device = _interface_device(a)
     return ArrayInfo(int(ptr or 0), shape, elements, name, device, bool(readonly))
+
+
+def packed_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
+    """Row-major element strides of a packed array of ``shape``."""
+    out, step = [], 1
+    for size in reversed(shape):
+        out.append(step)
+        step *= size
+    return tuple(reversed(out))
 
 
 def _interface_device(a: Any) -> int:

@@ -82,18 +82,20 @@ class CupyLaunch:
     """A launch through CuPy's ``Function`` (numpy scalars for every value)."""
 
     def __init__(self, function: Any) -> None:
-        self._function = function
-
-    def __call__(self, blocks: int, block: int, values: list[int], stream: Any) -> None:
         import cupy
         import numpy as np
 
-        args = tuple(np.uint64(v) for v in values)
+        self._function = function
+        self._cupy = cupy
+        self._u64 = np.uint64
+
+    def __call__(self, blocks: int, block: int, values: list[int], stream: Any) -> None:
+        cuda = self._cupy.cuda
         if stream is None:
-            stream = cupy.cuda.get_current_stream()
+            stream = cuda.get_current_stream()
         elif not type(stream).__module__.startswith("cupy"):
-            stream = cupy.cuda.ExternalStream(stream_handle(stream))
-        self._function((blocks,), (block,), args, stream=stream)
+            stream = cuda.ExternalStream(stream_handle(stream))
+        self._function((blocks,), (block,), tuple(map(self._u64, values)), stream=stream)
 
 
 def make_launch(kernel: Any, n_values: int) -> Launch:

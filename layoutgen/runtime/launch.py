@@ -17,7 +17,7 @@ from typing import Any
 
 from ..schema.dims import shape_text
 from ..schema.diagnostics import Diagnostic, LayoutgenError
-from .arrays import ArrayInfo, ArrayKindError, array_info
+from .arrays import ArrayInfo, ArrayKindError, array_info, packed_strides
 from .driver import Launch, make_launch
 
 
@@ -45,11 +45,7 @@ class LayoutSpec:
 
     def strides(self, shape: tuple[int, ...]) -> tuple[int, ...]:
         """The packed element strides of an array of this layout with ``shape``."""
-        out, step = [], 1
-        for size in reversed(shape):
-            out.append(step)
-            step *= size
-        return tuple(reversed(out))
+        return packed_strides(shape)
 
 
 @dataclass(frozen=True)
@@ -203,14 +199,14 @@ class KernelLauncher:
                     fn = self._functions[key] = make_launch(kernel, len(self.spec.params) + len(self.spec.symbols))
         return fn
 
-    def _plan(self, arrays: tuple[Any, ...], device: int) -> _Plan:
-        """Validate every argument (raises LaunchError) and work out the launch."""
-        _, bound = self.bind(arrays, device)
+    def _plan(self, arrays: tuple[Any, ...], device: int) -> tuple[_Plan, list[int]]:
+        """Validate every argument (raises LaunchError): the launch, and this call's pointers."""
+        pointers, bound = self.bind(arrays, device)
         threads = self.grid(arrays, bound)
         block = self.spec.block
         masks = tuple(p.align - 1 for p in self.spec.params)
-        return _Plan(device, (threads + block - 1) // block, block,
-                     tuple(bound[s] for s in self.spec.symbols), masks)
+        plan = _Plan(device, (threads + block - 1) // block, block, tuple(bound[s] for s in self.spec.symbols), masks)
+        return plan, pointers
 
     def __call__(self, *arrays: Any, stream: Any = None) -> None:
         """Check every array against its layout, then launch; raises LaunchError before any launch."""
@@ -236,12 +232,11 @@ class KernelLauncher:
             pointers.append(ptr)
         plan = None if key is None else self._plans.get(tuple(key))
         if plan is None:
-            plan = self._plan(arrays, device)
+            plan, pointers = self._plan(arrays, device)
             if key is not None:
                 if len(self._plans) >= 256:
                     self._plans.clear()
                 self._plans[tuple(key)] = plan
-            pointers = [array_info(a).ptr for a in arrays]
         else:
             for ptr, mask in zip(pointers, plan.masks):
                 if ptr & mask:
