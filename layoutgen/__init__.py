@@ -39,6 +39,7 @@ __version__ = "0.1.0"
 # After __version__: the modules below read it.
 from .copies import field_copies  # noqa: E402
 from .kernels import Binding, Grid, In, InOut, Kernel, KernelError, Out, Param  # noqa: E402
+from .program import Buffer, BufferView, Launch, Program, ProgramError  # noqa: E402
 from .spec import Spec  # noqa: E402
 
 __all__ = [
@@ -46,4 +47,5 @@ __all__ = [
     "LayoutgenError", "Pad", "Severity", "Site", "Size", "View", "bf16", "dims", "f16", "f32",
     "f64", "i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64", "__version__",
     "Binding", "Grid", "In", "InOut", "Kernel", "KernelError", "Out", "Param", "Spec", "field_copies",
+    "Buffer", "BufferView", "Launch", "Program", "ProgramError",
 ]

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from .kernels import Binding, KernelError
+from .program import Launch, Program
 from .schema import Layout
 from .schema.diagnostics import Diagnostic, Site, caller_site
 from .schema.names import name_problem
@@ -13,19 +14,27 @@ from .schema.names import name_problem
 
 @dataclass(frozen=True, eq=False)
 class Spec:
-    """What one spec module generates: ``Spec("vsn", kernels=[...], layouts=[...])``.
+    """What one spec module generates: ``Spec("vsn", kernels=[...], programs=[...], layouts=[...])``.
 
     The generated files go to ``<out>/<name>/``. Layouts used by the bindings
-    are included without being listed.
+    are included without being listed, and so are the bindings the programs'
+    launches make: a launch whose kernel and views equal a listed binding's
+    uses that binding's kernel.
     """
 
     name: str
     layouts: tuple[Layout, ...]
     kernels: tuple[Binding, ...]
+    programs: tuple[Program, ...]
     site: Site | None
 
-    def __init__(self, name: str, *, kernels: Sequence[Binding] = (), layouts: Sequence[Layout] = ()) -> None:
+    def __init__(self, name: str, *, kernels: Sequence[Binding] = (), programs: Sequence[Program] = (),
+                 layouts: Sequence[Layout] = ()) -> None:
         site = caller_site()
+        for prog in programs:
+            if not isinstance(prog, Program):
+                raise KernelError(Diagnostic("LG208", f"the programs of spec `{name}` must be Program(...), got "
+                                             f"{prog!r}", site))
         problem = name_problem(name) or (("LG106", "is reserved for layoutgen's C++ namespace, got `lg`")
                                          if name == "lg" else None)
         if problem:
@@ -36,6 +45,7 @@ class Spec:
                     "LG208", f"the kernels of spec `{name}` must be bindings (`kernel.bind(...)`), got {b!r}",
                     site, hint="bind the kernel's parameters to views: my_kernel.bind(x=Window.snap, ...)",
                 ))
+        kernels = _with_program_bindings(kernels, programs)
         for b in kernels:
             if b.name in (name, "lg"):  # `namespace <spec>` and `namespace lg` are in the generated code
                 raise KernelError(Diagnostic(
@@ -60,4 +70,27 @@ class Spec:
         object.__setattr__(self, "name", name)
         object.__setattr__(self, "layouts", tuple(ordered.values()))
         object.__setattr__(self, "kernels", tuple(kernels))
+        object.__setattr__(self, "programs", tuple(programs))
         object.__setattr__(self, "site", site)
+
+
+def same_binding(a: Binding, b: Binding) -> bool:
+    """Whether two bindings generate the same kernel: one declared kernel, the same columns of the same layouts."""
+    return a.kernel is b.kernel and a.name == b.name and all(
+        x[0] == y[0] and x[1].layout is y[1].layout and x[1].region == y[1].region for x, y in zip(a.views, b.views)
+    )
+
+
+def _with_program_bindings(kernels: Sequence[Binding], programs: Sequence[Program]) -> list[Binding]:
+    """The listed bindings, then each binding a launch made that none of them equals."""
+    out = list(kernels)
+    for prog in programs:
+        for launch in prog.launches:
+            if not any(b is launch.binding or same_binding(b, launch.binding) for b in out):
+                out.append(launch.binding)
+    return out
+
+
+def launch_kernel(spec: Spec, launch: Launch) -> str:
+    """The name of the generated kernel a launch runs."""
+    return next(b.name for b in spec.kernels if b is launch.binding or same_binding(b, launch.binding))

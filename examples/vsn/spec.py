@@ -6,7 +6,9 @@ broadcast over K. The original hand-written VSN read `snap` at row stride 40;
 here every kernel gets its strides from these declarations.
 """
 
-from layoutgen import Field, Grid, Group, In, InOut, Kernel, Layout, Out, Spec, dims, f32, field_copies
+from layoutgen import (
+    Buffer, Field, Grid, Group, In, InOut, Kernel, Launch, Layout, Out, Program, Spec, dims, f32, field_copies,
+)
 
 B, K, F, C = dims("B K F C")
 
@@ -37,6 +39,7 @@ Context = Layout("Context", [B], f32, width=16, doc="per-batch context, one row 
 Features = Layout("Features", [B, K], f32, width=40, doc="gates, outputs and their gradients")
 Weights = Layout("Weights", [40], f32, width=40, doc="VSN gate weights W[i, j]")
 Bias = Layout("Bias", [], f32, width=40, doc="VSN gate bias")
+LearningRate = Layout("LearningRate", [], f32, width=1, doc="step size, already divided by the rows")
 
 # -- kernels -------------------------------------------------------------------
 
@@ -70,6 +73,53 @@ variable_selection_bwd = Kernel("variable_selection_bwd", "variable_selection_bw
     InOut("grad_b", [F]),
 ], grid=Grid.rows("x"), doc="gradients of the VSN; grad_W and grad_b accumulate atomically")
 
+mse_grad = Kernel("mse_grad", "mse_grad.cu.j2", [
+    In("y", [B, K, F]),
+    In("target", [B, K, F]),
+    Out("grad_y", [B, K, F]),
+], grid=Grid.elements("grad_y"), doc="gradient of the mean squared error over features")
+
+zero_grads = Kernel("zero_grads", "zero_grads.cu.j2", [
+    Out("grad_W", [F, F]),
+    Out("grad_b", [F]),
+], grid=Grid.elements("grad_W"), doc="clear the accumulated weight gradients")
+
+sgd_update = Kernel("sgd_update", "sgd_update.cu.j2", [
+    InOut("W", [F, F]),
+    InOut("b", [F]),
+    In("grad_W", [F, F]),
+    In("grad_b", [F]),
+    In("lr", [1]),
+], grid=Grid.elements("W"), doc="W -= lr * grad_W; b -= lr * grad_b")
+
+# -- the training step as a program ------------------------------------------------
+
+raw = Buffer("raw", Market, input=True)
+stats = Buffer("stats", FeatureStats, input=True)
+ctx = Buffer("ctx", Context, input=True)
+target = Buffer("target", Features, input=True)
+W = Buffer("W", Weights, input=True, output=True)
+b = Buffer("b", Bias, input=True, output=True)
+lr = Buffer("lr", LearningRate, input=True)
+window = Buffer("window", Window, output=True)  # the context columns feed the model after the VSN
+gates = Buffer("gates", Features)
+y = Buffer("y", Features, output=True)
+grad_y = Buffer("grad_y", Features)
+grad_x = Buffer("grad_x", Features, output=True)  # handed on to whatever produced the features
+grad_W = Buffer("grad_W", Weights)
+grad_b = Buffer("grad_b", Bias)
+
+vsn_step = Program("vsn_step", [
+    Launch(snap_feature_assemble, raw=raw, mean=stats.mean, inv_std=stats.inv_std, snap=window.snap),
+    Launch(context_broadcast, ctx=ctx, dst=window.context),
+    Launch(variable_selection_fwd, x=window.snap, W=W, b=b, gates=gates, y=y),
+    Launch(mse_grad, y=y, target=target, grad_y=grad_y),
+    Launch(zero_grads, grad_W=grad_W, grad_b=grad_b),
+    Launch(variable_selection_bwd, x=window.snap, W=W, gates=gates, grad_y=grad_y, grad_x=grad_x,
+           grad_W=grad_W, grad_b=grad_b),
+    Launch(sgd_update, W=W, b=b, grad_W=grad_W, grad_b=grad_b, lr=lr),
+], doc="one training step of the VSN: assemble the window, forward, loss gradient, backward, update")
+
 SnapPacked = Layout("SnapPacked", [B, K], f32, width=40, doc="Window.snap copied out, packed")
 ContextPacked = Layout("ContextPacked", [B, K], f32, width=16, doc="Window.context copied out, packed")
 
@@ -82,4 +132,4 @@ spec = Spec("vsn", kernels=[
                                 grad_x=Features, grad_W=Weights, grad_b=Bias),
     *field_copies(Window.snap, SnapPacked),
     *field_copies(Window.context, ContextPacked),
-])
+], programs=[vsn_step])

@@ -8,6 +8,7 @@ from ..schema.diagnostics import Diagnostic
 from ..schema.dims import shape_text
 from ..spec import Spec
 from ..unify import Conflict, unify
+from .dataflow import check_program
 
 
 def describe_view(view: View) -> str:
@@ -93,7 +94,7 @@ def check_binding(binding: Binding) -> list[Diagnostic]:
 
 
 def check_spec(spec: Spec) -> list[Diagnostic]:
-    """Binding checks of every kernel of a spec, and unique generated names (LG209)."""
+    """Binding checks of every kernel of a spec, unique generated names (LG209), and program dataflow (LG3xx)."""
     out: list[Diagnostic] = []
     first: dict[str, Binding] = {}
     for binding in spec.kernels:
@@ -106,4 +107,6 @@ def check_spec(spec: Spec) -> list[Diagnostic]:
             ))
         first.setdefault(binding.name, binding)
         out.extend(check_binding(binding))
+    for program in spec.programs:
+        out.extend(check_program(program))
     return out

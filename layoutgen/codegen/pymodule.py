@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..program import Program
 from ..schema.dims import shape_text, strides_text
-from ..spec import Spec
+from ..spec import Spec, launch_kernel
 from .model import grid_shape
 
 
@@ -44,6 +45,60 @@ class PyKernel:
     block: int
 
 
+@dataclass(frozen=True)
+class PyBuffer:
+    name: str
+    layout: str
+    layout_text: str
+    access: str  # in / out / inout: what the program's launches do to it
+    align: int
+    role: str  # "input", "output", "input and output" or "" (scratch)
+
+
+@dataclass(frozen=True)
+class PyStep:
+    kernel: str
+    buffers: tuple[int, ...]
+    call: str  # assemble(raw=market, snap=window.snap)
+
+
+@dataclass(frozen=True)
+class PyProgram:
+    name: str
+    doc: str
+    buffers: tuple[PyBuffer, ...]
+    steps: tuple[PyStep, ...]
+
+
+def program_model(spec: Spec, program: Program, kernels: dict[str, PyKernel]) -> PyProgram:
+    """A program's buffers (in order of first use) and launches, with each buffer's access and alignment."""
+    index = {b.name: i for i, b in enumerate(program.buffers)}
+    reads: set[str] = set()
+    writes: set[str] = set()
+    align: dict[str, int] = {b.name: b.layout.dtype.size for b in program.buffers}
+    steps = []
+    for launch in program.launches:
+        kernel = kernels[launch_kernel(spec, launch)]
+        by_param = {p.name: p for p in kernel.params}
+        for a in launch.args:
+            p = by_param[a.param]
+            (writes if p.access != "in" else reads).add(a.buffer.name)
+            if p.access == "inout":
+                reads.add(a.buffer.name)
+            align[a.buffer.name] = max(align[a.buffer.name], p.align)
+        call = ", ".join(
+            f"{a.param}={a.buffer.name}" + (f".{a.view.path}" if a.view.path else "") for a in launch.args
+        )
+        steps.append(PyStep(kernel.name, tuple(index[a.buffer.name] for a in launch.args), f"{kernel.name}({call})"))
+    buffers = []
+    for b in program.buffers:
+        access = "inout" if b.name in reads and b.name in writes else ("out" if b.name in writes else "in")
+        role = " and ".join(r for r, on in (("input", b.input), ("output", b.output)) if on)
+        buffers.append(PyBuffer(b.name, b.layout.name, f"{b.layout.name} {shape_text(b.layout.shape)} "
+                                f"{b.layout.dtype}", access, align[b.name], role))
+    return PyProgram(program.name, program.doc or f"Program `{program.name}`.", tuple(buffers), tuple(steps))
+
+
 def module_model(spec: Spec, site_text: dict[int, str]) -> dict[str, object]:
     """What ``module.py.j2`` places; ``site_text`` maps id(layout) to its declaration site."""
     layouts = [
@@ -75,7 +130,10 @@ def module_model(spec: Spec, site_text: dict[int, str]) -> dict[str, object]:
             symbols=tuple(symbols), grid_param=[p.name for p, _ in b.pairs].index(grid.param),
             per_row=per_row, block=grid.block,
         ))
-    exports = sorted([lay.name for lay in layouts] + [k.name for k in kernels])
-    return {"spec": spec.name, "layouts": layouts, "kernels": kernels, "exports": exports,
+    by_name = {k.name: k for k in kernels}
+    programs = [program_model(spec, p, by_name) for p in spec.programs]
+    exports = sorted([lay.name for lay in layouts] + [k.name for k in kernels]
+                     + [n for p in programs for n in (p.name, f"capture_{p.name}")])
+    return {"spec": spec.name, "layouts": layouts, "kernels": kernels, "programs": programs, "exports": exports,
             "header": f"{spec.name}.cuh"}
 

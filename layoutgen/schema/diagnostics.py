@@ -65,6 +65,12 @@ CODES: dict[str, Code] = _registry(
     Code("LG207", "bad-binding", _E, "a binding names an unknown parameter or leaves one unbound"),
     Code("LG208", "invalid-kernel", _E, "a kernel declaration is malformed"),
     Code("LG209", "duplicate-kernel", _E, "two bindings generate a kernel of the same name"),
+    # LG3xx: a program's launches disagree about who writes and reads what.
+    Code("LG301", "read-before-write", _E, "a launch reads columns that no earlier launch wrote and no input provides"),
+    Code("LG302", "overlapping-writers", _E, "two writes cover the same columns of one buffer without `overwrites=`"),
+    Code("LG303", "unread-output", _W, "a launch writes columns that nothing later reads and no output returns"),
+    Code("LG304", "buffer-layout-mismatch", _E, "a buffer is bound to a parameter of another layout or view"),
+    Code("LG305", "invalid-program", _E, "a program or launch declaration is malformed"),
     # LG4xx: a kernel template does something it should not.
     Code("LG401", "literal-stride", _E, "an integer literal in index arithmetic equals a stride or width of a bound view"),
     Code("LG402", "template-error", _E, "a kernel template failed to render"),

@@ -108,6 +108,15 @@ class View:
         return self.layout.rows
 
     @property
+    def box(self) -> tuple[tuple[int, int] | None, ...]:
+        """The part of the layout's array this view covers, one entry per axis of the layout.
+
+        ``None`` covers the whole axis; ``(start, stop)`` the indices ``start..stop``
+        of it. Dataflow checks compare boxes to find overlapping reads and writes.
+        """
+        return (*(None for _ in self.layout.dims), (self.offset, self.offset + self.width))
+
+    @property
     def contiguous(self) -> bool:
         """Whether rows follow each other with no gap (width equals row stride)."""
         return self.width == self.row_stride

@@ -1,0 +1,221 @@
+"""Programs: named buffers and an ordered list of launches over their fields.
+
+A program is the unit of dataflow checking and of CUDA-graph capture::
+
+    window = Buffer("window", Window)
+    market = Buffer("market", Market, input=True)
+    y = Buffer("y", Features, output=True)
+    step = Program("vsn_step", [
+        Launch(snap_feature_assemble, raw=market, snap=window.snap, ...),
+        Launch(variable_selection_fwd, x=window.snap, y=y, ...),
+    ])
+
+A launch ties each kernel parameter to a buffer or to one field of it
+(``window.snap``). Given a :class:`~layoutgen.kernels.Kernel`, the launch binds
+it to the views of those buffers (and the binding checks apply); given a
+:class:`~layoutgen.kernels.Binding`, every buffer must be of the layout the
+binding was made for. :mod:`layoutgen.checks.dataflow` then follows the
+launches in order, column range by column range.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass
+
+from .kernels import Binding, Kernel
+from .schema import Layout, View
+from .schema.diagnostics import Diagnostic, LayoutgenError, Site, caller_site
+from .schema.names import name_problem
+
+
+class ProgramError(LayoutgenError):
+    """A program, buffer or launch declaration is malformed (LG305)."""
+
+
+def _program_error(message: str, site: Site | None, hint: str | None = None) -> ProgramError:
+    return ProgramError(Diagnostic("LG305", message, site, hint))
+
+
+@dataclass(frozen=True, eq=False)
+class Buffer:
+    """A named array of one layout that a program's launches read and write.
+
+    ``input=True``: the caller fills it before the program runs, so reading it
+    needs no earlier launch. ``output=True``: the caller reads it afterwards,
+    so writing it without a later reader is not a warning. ``window.snap`` is
+    the ``snap`` field of this buffer.
+    """
+
+    name: str
+    layout: Layout
+    input: bool
+    output: bool
+    site: Site | None
+
+    def __init__(self, name: str, layout: Layout, *, input: bool = False, output: bool = False) -> None:
+        site = caller_site()
+        problem = name_problem(name)
+        if problem:
+            raise _program_error(f"a buffer name {problem[1]}", site)
+        if not isinstance(layout, Layout):
+            raise _program_error(f"buffer `{name}` needs a layout, got {layout!r}", site)
+        for flag, value in (("input", input), ("output", output)):
+            if not isinstance(value, bool):
+                raise _program_error(f"`{flag}` of buffer `{name}` must be True or False, got {value!r}", site)
+        for attr, given in (("name", name), ("layout", layout), ("input", input), ("output", output),
+                            ("site", site)):
+            object.__setattr__(self, attr, given)
+
+    def __repr__(self) -> str:
+        return f"<Buffer {self.name}: {self.layout.name}>"
+
+    @property
+    def whole(self) -> BufferView:
+        """The whole buffer as a view."""
+        return BufferView(self, self.layout.view)
+
+    def __getattr__(self, name: str) -> BufferView:
+        if name.startswith("_"):
+            raise AttributeError(name)
+        return BufferView(self, self.layout.view._child(name, caller_site()))
+
+    def __getitem__(self, path: str) -> BufferView:
+        return BufferView(self, self.layout.view[path])
+
+
+@dataclass(frozen=True, eq=False)
+class BufferView:
+    """One field of one buffer: ``window.snap``."""
+
+    buffer: Buffer
+    view: View
+
+    @property
+    def name(self) -> str:
+        """``window.snap``; ``window`` for the whole buffer."""
+        return f"{self.buffer.name}.{self.view.path}" if self.view.path else self.buffer.name
+
+    def __getattr__(self, name: str) -> BufferView:
+        if name.startswith("_"):
+            raise AttributeError(name)
+        return BufferView(self.buffer, self.view._child(name, caller_site()))
+
+    def __repr__(self) -> str:
+        return f"<BufferView {self.name}>"
+
+
+@dataclass(frozen=True)
+class LaunchArg:
+    """One parameter of a launch: the buffer it gets and the columns of it the kernel touches."""
+
+    param: str
+    buffer: Buffer
+    view: View  # the view of the buffer's layout the launch names (or the binding's, for a whole buffer)
+
+
+@dataclass(frozen=True, eq=False)
+class Launch:
+    """One kernel launch of a program: ``Launch(kernel, x=window.snap, y=y)``.
+
+    ``overwrites`` names the parameters whose writes may cover columns an
+    earlier launch wrote (LG302 otherwise); ``name`` names the binding made
+    for a :class:`Kernel` (its name by default).
+    """
+
+    binding: Binding
+    args: tuple[LaunchArg, ...]  # in parameter order
+    overwrites: frozenset[str]
+    site: Site | None
+
+    def __init__(self, kernel: Kernel | Binding, *, name: str | None = None, overwrites: Collection[str] = (),
+                 **args: Buffer | BufferView) -> None:
+        site = caller_site()
+        if not isinstance(kernel, (Kernel, Binding)):
+            raise _program_error(f"a launch needs a kernel or a binding, got {kernel!r}", site)
+        declared = kernel if isinstance(kernel, Kernel) else kernel.kernel
+        for key, value in args.items():
+            if not isinstance(value, (Buffer, BufferView)):
+                raise _program_error(
+                    f"`{declared.name}.{key}` must be given a buffer or a field of one (`window.snap`), "
+                    f"got {value!r}", site, hint="declare it with Buffer(\"name\", Layout)",
+                )
+        if isinstance(overwrites, str) or not all(isinstance(o, str) for o in overwrites):
+            raise _program_error(f"`overwrites` of a launch of `{declared.name}` must be a list of parameter "
+                                 f"names, got {overwrites!r}", site)
+        written = [p.name for p in declared.params if p.writes]
+        for o in overwrites:
+            if o not in written:
+                raise _program_error(
+                    f"`overwrites` names `{o}`, which is not a written parameter of `{declared.name}`", site,
+                    hint="list Out or InOut parameters: " + ", ".join(written),
+                )
+        if isinstance(kernel, Kernel):
+            views = {k: (v.view if isinstance(v, BufferView) else v.layout.view) for k, v in args.items()}
+            binding = kernel.bind(name, **views)  # LG207 for a missing or unknown parameter
+        else:
+            if name is not None:
+                raise _program_error(f"`name=` names a new binding; `{kernel.name}` is already bound", site)
+            binding = kernel
+            known = {p.name for p in binding.kernel.params}
+            unknown = [k for k in args if k not in known]
+            missing = [p for p in known if p not in args]
+            if unknown or missing:
+                raise _program_error(
+                    f"a launch of `{binding.name}` must give every parameter a buffer"
+                    + (f"; unknown: {', '.join(unknown)}" if unknown else "")
+                    + (f"; missing: {', '.join(missing)}" if missing else ""), site,
+                    hint="give each of " + ", ".join(f"{p.name}=..." for p in binding.kernel.params),
+                )
+        resolved = []
+        for p in binding.kernel.params:
+            value = args[p.name]
+            if isinstance(value, BufferView):
+                resolved.append(LaunchArg(p.name, value.buffer, value.view))
+            else:  # a whole buffer handed to a binding: the binding's columns of it
+                resolved.append(LaunchArg(p.name, value, binding.view(p.name)))
+        for attr, val in (("binding", binding), ("args", tuple(resolved)), ("overwrites", frozenset(overwrites)),
+                          ("site", site)):
+            object.__setattr__(self, attr, val)
+
+    def __repr__(self) -> str:
+        return f"<Launch {self.binding.name}>"
+
+    def arg(self, param: str) -> LaunchArg:
+        return next(a for a in self.args if a.param == param)
+
+
+@dataclass(frozen=True, eq=False)
+class Program:
+    """Named buffers and the launches that run over them, in order."""
+
+    name: str
+    launches: tuple[Launch, ...]
+    buffers: tuple[Buffer, ...]  # in order of first use
+    doc: str
+    site: Site | None
+
+    def __init__(self, name: str, launches: Sequence[Launch], *, doc: str = "") -> None:
+        site = caller_site()
+        problem = name_problem(name)
+        if problem:
+            raise _program_error(f"a program name {problem[1]}", site)
+        if isinstance(launches, (str, bytes)) or not isinstance(launches, Sequence) or not launches:
+            raise _program_error(f"program `{name}` needs a non-empty list of launches", site)
+        buffers: dict[str, Buffer] = {}
+        for launch in launches:
+            if not isinstance(launch, Launch):
+                raise _program_error(f"the launches of `{name}` must be Launch(...), got {launch!r}", site)
+            for a in launch.args:
+                first = buffers.setdefault(a.buffer.name, a.buffer)
+                if first is not a.buffer:
+                    raise _program_error(
+                        f"program `{name}` has two buffers named `{a.buffer.name}` (the other declared at "
+                        f"{first.site})", a.buffer.site, hint="declare each buffer once and reuse it",
+                    )
+        for attr, value in (("name", name), ("launches", tuple(launches)), ("buffers", tuple(buffers.values())),
+                            ("doc", doc), ("site", site)):
+            object.__setattr__(self, attr, value)
+
+    def __repr__(self) -> str:
+        return f"<Program {self.name}>"

@@ -1,0 +1,133 @@
+"""Generated program runners: validate each buffer once, then launch every kernel in order.
+
+A generated module builds one :class:`ProgramRunner` per program from plain
+data (:class:`ProgramSpec`) and the launchers of its kernels. A call checks
+every buffer against its layout once (the same checks a launcher makes, so
+the same LG6xx errors) and then launches the kernels without checking again.
+:meth:`ProgramRunner.capture` records the launches into a CUDA graph over
+the given buffers; :meth:`ProgramGraph.replay` runs them all with one call.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .driver import Launch, stream_handle
+from .launch import KernelLauncher, KernelSpec, LayoutSpec, ParamSpec, _arch, _device
+
+
+@dataclass(frozen=True)
+class BufferSpec:
+    """One buffer of a program: its name, layout, how the program uses it, the alignment its kernels need."""
+
+    name: str
+    layout: LayoutSpec
+    access: str  # "in" when no launch writes it, "out" when none reads it, else "inout"
+    align: int
+
+
+@dataclass(frozen=True)
+class StepSpec:
+    """One launch: the generated kernel and, for each of its parameters, the index of the buffer it gets."""
+
+    kernel: str
+    buffers: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class ProgramSpec:
+    """A program as the runtime runs it: buffers in argument order, then the launches in order."""
+
+    name: str
+    buffers: tuple[BufferSpec, ...]
+    steps: tuple[StepSpec, ...]
+
+
+#: One prepared launch: the loaded kernel, blocks, threads per block and the 8-byte values.
+_Prepared = tuple[Launch, int, int, list[int]]
+
+
+class ProgramRunner:
+    """Runs one program: checks its buffers once a call, then launches each kernel."""
+
+    def __init__(self, spec: ProgramSpec, launchers: Sequence[KernelLauncher]) -> None:
+        if len(launchers) != len(spec.steps):
+            raise ValueError(f"program `{spec.name}` has {len(spec.steps)} launches but {len(launchers)} launchers")
+        self.spec = spec
+        self._launchers = tuple(launchers)
+        # The buffers are checked as the parameters of one pseudo-kernel: the same checks, messages and
+        # caching as a launcher's, with the program's name where a launcher names its kernel.
+        params = tuple(ParamSpec(b.name, b.access, b.layout, b.layout.name, b.align) for b in spec.buffers)
+        self._buffers = KernelLauncher(
+            KernelSpec(spec.name, "", params, symbols=(), grid_param=0, per_row=1, block=1), Path(), ""
+        )
+
+    def prepare(self, arrays: Sequence[Any], device: int | None = None) -> list[_Prepared]:
+        """Every buffer checked (raises LaunchError, nothing launched): each launch, ready to go."""
+        device = _device() if device is None else device
+        pointers, bound = self._buffers.bind(tuple(arrays), device)
+        arch = _arch(device)
+        prepared = []
+        for step, launcher in zip(self.spec.steps, self._launchers):
+            kernel = launcher.spec
+            block = kernel.block
+            blocks = (launcher.grid((), bound) + block - 1) // block
+            values = [pointers[i] for i in step.buffers] + [bound[s] for s in kernel.symbols]
+            prepared.append((launcher.function(device, arch), blocks, block, values))
+        return prepared
+
+    def __call__(self, *arrays: Any, stream: Any = None) -> None:
+        """Check every buffer, then launch each kernel in order on ``stream`` (the current CuPy stream)."""
+        for function, blocks, block, values in self.prepare(arrays):
+            if blocks:
+                function(blocks, block, values, stream)
+
+    def capture(self, *arrays: Any, stream: Any = None) -> ProgramGraph:
+        """Record the launches over these buffers into a CUDA graph; nothing runs until ``replay``.
+
+        The graph holds the buffers' addresses: replaying it after one of them is
+        freed or reallocated is wrong, so the graph keeps a reference to each.
+        """
+        import cupy
+
+        prepared = self.prepare(arrays)  # compiles and loads every kernel before the capture starts
+        capture_stream = cupy.cuda.Stream(non_blocking=True)
+        capture_stream.begin_capture()
+        try:
+            for function, blocks, block, values in prepared:
+                if blocks:
+                    function(blocks, block, values, capture_stream)
+        finally:
+            graph = capture_stream.end_capture()
+        return ProgramGraph(self.spec.name, graph, tuple(arrays), len(prepared))
+
+
+class ProgramGraph:
+    """A program's launches captured into a CUDA graph over fixed buffers."""
+
+    def __init__(self, name: str, graph: Any, arrays: tuple[Any, ...], launches: int) -> None:
+        self.name = name
+        self.launches = launches
+        self._graph = graph
+        self._arrays = arrays  # keeps the captured addresses alive
+
+    def replay(self, stream: Any = None) -> None:
+        """Run every launch of the program on ``stream`` (the current CuPy stream) with one graph launch."""
+        import cupy
+
+        if stream is None:
+            target = cupy.cuda.get_current_stream()
+        elif type(stream).__module__.startswith("cupy"):
+            target = stream
+        else:
+            target = cupy.cuda.ExternalStream(stream_handle(stream))
+        self._graph.launch(target)
+
+    def __repr__(self) -> str:
+        return f"<ProgramGraph {self.name}: {self.launches} launches>"
+
+
+__all__ = ["BufferSpec", "ProgramGraph", "ProgramRunner", "ProgramSpec", "StepSpec"]

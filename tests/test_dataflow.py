@@ -1,0 +1,231 @@
+"""Programs and their dataflow checks (LG301-LG305), without a GPU.
+
+The four small specs in ``tests/specs/dataflow`` each hold one mistake, marked
+``# <-`` on the line the diagnostic must name; `layoutgen check` runs on them
+as users run it. The VSN training step of ``examples/vsn`` is then broken the
+three ways issue 6 names, and the box arithmetic under the checks is compared
+with numpy masks on random boxes.
+"""
+
+from __future__ import annotations
+
+import itertools
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from examples.vsn import spec as vsn
+from layoutgen import Buffer, Launch, Program, ProgramError, Spec
+from layoutgen.checks import check_spec
+from layoutgen.checks.dataflow import Box, check_program, uncovered
+from layoutgen.schema.diagnostics import Severity
+from tests.test_cli import layoutgen
+
+DATAFLOW = Path(__file__).resolve().parent / "specs" / "dataflow"
+
+
+def marked_line(spec: str) -> int:
+    """The line of ``spec`` that carries the ``# <-`` marker."""
+    lines = (DATAFLOW / spec).read_text().splitlines()
+    (line,) = [n for n, text in enumerate(lines, start=1) if "  # <-" in text]
+    return line
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A project holding the dataflow specs, generated once so that drift checks stay quiet."""
+    root = tmp_path_factory.mktemp("dataflow")
+    shutil.copytree(DATAFLOW, root / "specs", ignore=shutil.ignore_patterns("__pycache__"))
+    (root / "pyproject.toml").write_text('[tool.layoutgen]\nspecs = ["specs/unread.py"]\nout = "generated"\n')
+    generated = layoutgen("generate", cwd=root)
+    assert generated.returncode == 0, generated.stdout + generated.stderr
+    return root
+
+
+@pytest.mark.parametrize("spec, code, exit_code, words", [
+    ("unwritten.py", "LG301", 1, ["`read_tail.src` reads columns 8..16 of `row` (Row.tail)", "no earlier launch"]),
+    ("overlap.py", "LG302", 1, ["`fill_all.dst` writes columns 0..8 of `row` (Row.head)",
+                                "`fill_head.dst` (launch 1, specs/overlap.py:15) already wrote", "overwrites="]),
+    ("unread.py", "LG303", 0, ["`fill_tail.dst` writes columns 8..16 of `row` (Row.tail)", "no later launch",
+                               "output=True"]),
+    ("wrong_layout.py", "LG304", 1, ["`fill_head.src` is bound to Half", "buffer `src` of layout Full"]),
+])
+def test_layoutgen_check_reports_each_dataflow_problem_at_the_users_line(
+    project: Path, spec: str, code: str, exit_code: int, words: list[str]
+) -> None:
+    result = layoutgen("check", f"specs/{spec}", cwd=project)
+    severity = "warning" if code == "LG303" else "error"
+    expected = f"specs/{spec}:{marked_line(spec)}: {severity}[{code}]: "
+    lines = [line for line in result.stdout.splitlines() if f"[{code}]" in line]
+    assert lines and lines[0].startswith(expected), result.stdout
+    for word in words:
+        assert word in result.stdout, (word, result.stdout)
+    if code != "LG303":  # the check fails; a warning alone does not fail it
+        assert "LG502" not in result.stdout  # errors stop before generation: no drift noise
+    assert result.returncode == exit_code, result.stdout + result.stderr
+
+
+def test_the_unread_spec_fails_nothing_but_warns_in_the_summary(project: Path) -> None:
+    result = layoutgen("check", cwd=project)
+    assert result.returncode == 0, result.stdout
+    assert result.stdout.strip().splitlines()[-1] == "Found no errors, 1 warning in 1 spec."
+
+
+# -- the VSN training step ------------------------------------------------------------
+
+
+def _step(*launches: Launch) -> list[str]:
+    """The codes and messages `layoutgen check` gives for the VSN step made of ``launches``."""
+    program = Program("vsn_step", list(launches))
+    return [f"{d.code} {d.message}" for d in check_spec(Spec("variant", programs=[program]))]
+
+
+def _launches() -> dict[str, Launch]:
+    return {launch.binding.kernel.name: launch for launch in vsn.vsn_step.launches}
+
+
+def test_the_vsn_step_is_clean() -> None:
+    assert check_spec(vsn.spec) == []
+    assert [launch.binding.name for launch in vsn.vsn_step.launches] == [
+        "snap_feature_assemble", "context_broadcast", "variable_selection_fwd", "mse_grad", "zero_grads",
+        "variable_selection_bwd", "sgd_update",
+    ]
+
+
+def test_removing_the_context_broadcast_leaves_window_context_unwritten() -> None:
+    kept = [launch for name, launch in _launches().items() if name != "context_broadcast"]
+    found = _step(*kept)
+    assert found == ["LG301 program `vsn_step` returns columns 40..56 of `window` (Window.context), which no launch "
+                     "writes"]
+
+
+def test_widening_the_broadcast_over_snap_is_an_overlapping_write() -> None:
+    launches = _launches()
+    wide_ctx = Buffer("wide_ctx", vsn.Layout("WideContext", [vsn.B], vsn.f32, width=56), input=True)
+    widened = Launch(vsn.context_broadcast, name="context_broadcast_wide", ctx=wide_ctx, dst=vsn.window)
+    order = [widened if name == "context_broadcast" else launch for name, launch in launches.items()]
+    found = _step(*order)
+    assert len(found) == 1 and found[0].startswith(
+        "LG302 `context_broadcast_wide.dst` writes columns 0..40 of `window` (Window.snap), which "
+        "`snap_feature_assemble.snap` (launch 1,"), found
+
+
+def test_an_unread_gradient_is_listed_as_a_warning() -> None:
+    launches = _launches()
+    unread = Buffer("grad_x", vsn.Features)  # not an output, and nothing after the backward reads it
+    bwd = launches["variable_selection_bwd"]
+    args = {a.param: (unread if a.param == "grad_x" else a.buffer[a.view.path] if a.view.path else a.buffer)
+            for a in bwd.args}
+    replaced = [Launch(vsn.variable_selection_bwd, **args) if name == "variable_selection_bwd" else launch
+                for name, launch in launches.items()]
+    program = Program("vsn_step", replaced)
+    diags = check_program(program)
+    assert [(d.code, d.severity) for d in diags] == [("LG303", Severity.WARNING)]
+    assert diags[0].message.startswith("`variable_selection_bwd.grad_x` writes columns 0..40 of `grad_x` (Features)")
+
+
+def test_an_inout_update_after_a_write_is_not_an_overlap() -> None:
+    # zero_grads writes grad_W (Out), the backward accumulates into it (InOut): deliberate, so no LG302.
+    assert not [d for d in check_program(vsn.vsn_step) if d.code == "LG302"]
+
+
+def test_overwrites_declares_a_replacing_write() -> None:
+    launches = list(_launches().values())
+    again = Launch(vsn.mse_grad, y=vsn.y, target=vsn.target, grad_y=vsn.grad_y, overwrites=["grad_y"])
+    assert [d.code for d in check_program(Program("p", [*launches[:4], again, *launches[4:]]))] == ["LG303"]
+    plain = Launch(vsn.mse_grad, y=vsn.y, target=vsn.target, grad_y=vsn.grad_y)
+    assert [d.code for d in check_program(Program("p", [*launches[:4], plain, *launches[4:]]))] == [
+        "LG302", "LG303"]
+
+
+# -- declarations -----------------------------------------------------------------------
+
+
+def test_malformed_programs_are_refused_at_the_users_line() -> None:
+    line = 0
+
+    def here() -> int:
+        import inspect
+
+        frame = inspect.currentframe()
+        assert frame is not None and frame.f_back is not None
+        return frame.f_back.f_lineno
+
+    with pytest.raises(ProgramError) as err:
+        line = here(); Launch(vsn.mse_grad, y=vsn.y, target="target", grad_y=vsn.grad_y)  # noqa: E702
+    assert err.value.code == "LG305" and err.value.site is not None and err.value.site.line == line
+    assert "`mse_grad.target` must be given a buffer" in str(err.value)
+    with pytest.raises(ProgramError, match="`overwrites` names `y`, which is not a written parameter"):
+        Launch(vsn.mse_grad, y=vsn.y, target=vsn.target, grad_y=vsn.grad_y, overwrites=["y"])
+    with pytest.raises(ProgramError, match="two buffers named `y`"):
+        Program("p", [Launch(vsn.mse_grad, y=Buffer("y", vsn.Features), target=vsn.target, grad_y=vsn.grad_y),
+                      Launch(vsn.mse_grad, y=vsn.y, target=vsn.target, grad_y=vsn.grad_y)])
+    with pytest.raises(ProgramError, match="needs a non-empty list of launches"):
+        Program("p", [])
+    with pytest.raises(ProgramError, match="a buffer name"):
+        Buffer("not a name", vsn.Features)
+    binding = vsn.spec.kernels[0]
+    with pytest.raises(ProgramError, match="missing: snap"):
+        Launch(binding, raw=vsn.raw, mean=vsn.stats.mean, inv_std=vsn.stats.inv_std)
+
+
+def test_a_buffer_field_outside_the_binding_is_a_layout_mismatch() -> None:
+    binding = next(b for b in vsn.spec.kernels if b.name == "variable_selection_fwd")
+    launch = Launch(binding, x=vsn.window.context, W=vsn.W, b=vsn.b, gates=vsn.gates, y=vsn.y)
+    (diag,) = check_program(Program("p", [launch]))
+    assert diag.code == "LG304"
+    assert "is bound to Window.snap (columns 0..40)" in diag.message and "`window` columns 40..56" in diag.message
+
+
+def test_generated_module_runs_programs_and_captures_them() -> None:
+    import generated.vsn as module
+
+    assert callable(module.vsn_step) and callable(module.capture_vsn_step)
+    doc = module.vsn_step.__doc__ or ""
+    assert "1. snap_feature_assemble(raw=raw, mean=stats.mean, inv_std=stats.inv_std, snap=window.snap)" in doc
+    assert "7. sgd_update(W=W, b=b, grad_W=grad_W, grad_b=grad_b, lr=lr)" in doc
+    runner = module._vsn_step
+    assert [b.name for b in runner.spec.buffers] == [
+        "raw", "stats", "window", "ctx", "W", "b", "gates", "y", "target", "grad_y", "grad_W", "grad_b", "grad_x",
+        "lr"]
+    access = {b.name: b.access for b in runner.spec.buffers}
+    assert access["raw"] == "in" and access["window"] == "inout" and access["grad_x"] == "out"
+
+
+# -- boxes ------------------------------------------------------------------------------
+
+
+def _mask(box: Box, shape: tuple[int, ...]) -> np.ndarray:
+    mask = np.zeros(shape, bool)
+    mask[tuple(slice(lo, hi) for lo, hi in box)] = True
+    return mask
+
+
+_interval = st.tuples(st.integers(0, 6), st.integers(1, 7)).filter(lambda iv: iv[0] < iv[1])
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(1, 3).flatmap(lambda rank: st.tuples(
+    st.tuples(*[_interval] * rank), st.lists(st.tuples(*[_interval] * rank), max_size=4))))
+def test_uncovered_is_exactly_the_box_minus_the_covers(case: tuple[Box, list[Box]]) -> None:
+    box, covers = case
+    shape = (7,) * len(box)
+    expected = _mask(box, shape) & ~np.logical_or.reduce([_mask(c, shape) for c in covers] + [np.zeros(shape, bool)])
+    left = uncovered(box, covers)
+    got = np.zeros(shape, bool)
+    for piece in left:
+        assert not (got & _mask(piece, shape)).any()  # the pieces do not overlap
+        got |= _mask(piece, shape)
+    assert (got == expected).all()
+
+
+def test_uncovered_merges_touching_pieces() -> None:
+    assert uncovered(((0, 4), (0, 56)), [((0, 4), (0, 40))]) == [((0, 4), (40, 56))]
+    assert uncovered(((0, 4), (0, 56)), [((0, 4), (10, 20)), ((0, 4), (30, 40))]) == [
+        ((0, 4), (0, 10)), ((0, 4), (20, 30)), ((0, 4), (40, 56))]
+    assert uncovered(((0, 2),), [((0, 1),), ((1, 2),)]) == []
+    assert list(itertools.chain(uncovered(((0, 8), (0, 8)), []))) == [((0, 8), (0, 8))]
