@@ -1,0 +1,287 @@
+"""Layout and binding diagrams: well-formed SVG that names every field, labels that never collide.
+
+Label boxes are estimated as the renderer estimates them (monospaced, 0.62 em
+a character, which errs wide), so "no overlap" here means no overlap with the
+widest plausible font; the PNGs in docs were also looked at by eye.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import re
+import shutil
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from layoutgen import Field, Group, Layout, Pad, dims, f16, f32
+from layoutgen.cli import main
+from layoutgen.diagram import _place_leaders, binding_svg, layout_svg, spec_svg
+from layoutgen.specload import load_spec
+from layoutgen.svg import CHAR_EM, num, text_width
+
+REPO = Path(__file__).resolve().parent.parent
+DIAGRAMS = REPO / "docs" / "diagrams"
+NS = "{http://www.w3.org/2000/svg}"
+
+VSN = load_spec(REPO / "examples" / "vsn" / "spec.py").spec
+assert VSN is not None
+
+B, K = dims("B K")
+
+#: Every column its own field, in groups of eight: the densest labelling there is.
+NARROW = Layout("Narrow", [B, K], f32, [
+    Group(f"g{g}", [Field(f"feature_{g * 8 + i:02d}", 1) for i in range(8)]) for g in range(7)
+])
+#: Padding, nested groups, a field far wider than the rest, narrow fields at both ends.
+MIXED = Layout("Mixed", [B], f16, [
+    Field("a", 3), Pad(2),
+    Group("outer", [Group("inner", [Field("x", 1), Field("y", 1)]), Pad(1), Field("z", 1)]),
+    Field("big", 200), Pad(1), Field("tail", 1),
+])
+
+
+def layout(name: str) -> Layout:
+    return next(lay for lay in VSN.layouts if lay.name == name)
+
+
+def texts(svg: str) -> list[str]:
+    root = ET.fromstring(svg.encode("utf-8"))
+    return ["".join(t.itertext()) for t in root.iter(f"{NS}text")]
+
+
+# -- boxes of what is drawn -----------------------------------------------------------
+
+Box = tuple[float, float, float, float]  # x0, y0, x1, y1
+
+
+def _translate(el: ET.Element, parents: dict[ET.Element, ET.Element]) -> tuple[float, float]:
+    dx = dy = 0.0
+    node: ET.Element | None = el
+    while node is not None:
+        m = re.match(r"translate\(([-\d.]+),([-\d.]+)\)", node.get("transform", ""))
+        if m:
+            dx, dy = dx + float(m.group(1)), dy + float(m.group(2))
+        node = parents.get(node)
+    return dx, dy
+
+
+def text_boxes(svg: str) -> list[tuple[str, Box]]:
+    """Each text's estimated ink box: ascent 0.8 em above the baseline, descent 0.25 em below."""
+    root = ET.fromstring(svg.encode("utf-8"))
+    parents = {child: parent for parent in root.iter() for child in parent}
+    out = []
+    for t in root.iter(f"{NS}text"):
+        spans = list(t.iter(f"{NS}tspan"))
+        width = sum(text_width(s.text or "", float(s.get("font-size", "11"))) for s in spans)
+        size = max(float(s.get("font-size", "11")) for s in spans)
+        dx, dy = _translate(t, parents)
+        x, y = float(t.get("x", "0")) + dx, float(t.get("y", "0")) + dy
+        anchor = t.get("text-anchor", "start")
+        if "rotate(90" in t.get("transform", ""):
+            box = (x - 0.25 * size, y, x + 0.8 * size, y + width)
+        else:
+            left = {"start": x, "middle": x - width / 2, "end": x - width}[anchor]
+            box = (left, y - 0.8 * size, left + width, y + 0.25 * size)
+        out.append(("".join(t.itertext()), box))
+    return out
+
+
+def leader_segments(svg: str) -> list[Box]:
+    """The vertical segments of polylines (leader lines and bracket ends)."""
+    root = ET.fromstring(svg.encode("utf-8"))
+    parents = {child: parent for parent in root.iter() for child in parent}
+    out = []
+    for p in root.iter(f"{NS}polyline"):
+        dx, dy = _translate(p, parents)
+        pts = [tuple(float(v) for v in pair.split(",")) for pair in p.get("points", "").split()]
+        for (x0, y0), (x1, y1) in zip(pts, pts[1:]):
+            if x0 == x1:
+                out.append((x0 + dx, min(y0, y1) + dy, x0 + dx, max(y0, y1) + dy))
+    return out
+
+
+def overlaps(a: Box, b: Box, slack: float = 0.5) -> bool:
+    return a[0] < b[2] - slack and b[0] < a[2] - slack and a[1] < b[3] - slack and b[1] < a[3] - slack
+
+
+def collisions(svg: str) -> list[str]:
+    boxes = text_boxes(svg)
+    found = [f"{ta!r} overlaps {tb!r}" for i, (ta, a) in enumerate(boxes) for tb, b in boxes[i + 1:]
+             if overlaps(a, b)]
+    found += [f"a line at x={s[0]} crosses {t!r}" for s in leader_segments(svg) for t, box in boxes
+              if box[0] < s[0] < box[2] and s[1] < box[3] and box[1] < s[3]]
+    return found
+
+
+# -- what the diagrams say -------------------------------------------------------------
+
+
+@pytest.mark.parametrize("lay", [*VSN.layouts, NARROW, MIXED], ids=lambda lay: lay.name)
+def test_layout_diagram_is_well_formed_and_names_every_field(lay: Layout) -> None:
+    svg = layout_svg(lay)
+    shown = " ".join(texts(svg))
+    for view in lay.fields():
+        assert re.search(rf"\b{re.escape(view.region.name)}\b", shown), view.name
+        assert view.cols in shown, view.name
+    assert f"row stride {lay.width} = {lay.row_bytes} B" in shown
+    assert f"row align  {lay.view.row_align} B" in shown
+
+
+@pytest.mark.parametrize("lay", [*VSN.layouts, NARROW, MIXED], ids=lambda lay: lay.name)
+def test_layout_labels_do_not_collide(lay: Layout) -> None:
+    assert collisions(layout_svg(lay)) == []
+
+
+@pytest.mark.parametrize("binding", VSN.kernels, ids=lambda b: b.name)
+def test_binding_diagram_names_every_parameter_and_view(binding: object) -> None:
+    from layoutgen.kernels import Binding
+
+    assert isinstance(binding, Binding)
+    svg = binding_svg(binding)
+    shown = " ".join(texts(svg))
+    assert f"kernel {binding.name}" in shown
+    for param, view in binding.pairs:
+        assert f"{param.name}  {param.access}" in shown
+        assert f"\u2190 {view.name}" in shown
+    assert collisions(svg) == []
+
+
+def test_padding_is_hatched_and_groups_are_bracketed() -> None:
+    svg = layout_svg(MIXED)
+    assert svg.count('fill="url(#lg-hatch)"') == 3  # three Pad entries
+    root = ET.fromstring(svg.encode("utf-8"))
+    assert len(list(root.iter(f"{NS}pattern"))) == 1
+    shown = texts(svg)
+    assert "outer 5..9" in shown and "inner 5..7" in shown
+
+
+def test_the_narrow_fields_of_window_hang_on_leader_lines() -> None:
+    svg = layout_svg(layout("Window"))
+    assert "time_in_trade 40..41" in texts(svg)  # too narrow to be labelled inside
+    assert "snap" in texts(svg) and "0..40" in texts(svg)  # wide enough
+    assert "rotate(" not in svg.replace('patternTransform="rotate(45)"', "")
+
+
+def test_a_row_of_single_column_fields_turns_its_labels() -> None:
+    svg = layout_svg(NARROW)
+    assert svg.count("rotate(90") == 56
+
+
+def test_leaders_never_cross_labels() -> None:
+    # Five labels a column apart, each wider than the run: a staircase either way.
+    items = [(100.0 + 15 * i, 120.0) for i in range(5)]
+    for leader in _place_leaders(items):
+        for other in _place_leaders(items):
+            if other.lane < leader.lane:  # `leader`'s line passes `other`'s lane
+                lo, hi = (other.x - other.width, other.x) if other.leftward else (other.x, other.x + other.width)
+                assert not lo <= leader.x <= hi or leader.x == other.x
+
+
+def test_output_is_deterministic_and_numbers_are_stable() -> None:
+    assert layout_svg(layout("Window")) == layout_svg(layout("Window"))
+    assert spec_svg(VSN) == spec_svg(VSN)
+    assert (num(1.0), num(2.5), num(1 / 3), num(-0.001)) == ("1", "2.5", "0.33", "0")
+    assert CHAR_EM >= 0.602  # DejaVu Sans Mono's advance: estimates must not fall short
+
+
+# -- the diagrams in the docs are current ------------------------------------------------
+
+DOC_DIAGRAMS = {"vsn-Window.svg": "Window", "vsn-variable_selection_fwd.svg": "variable_selection_fwd",
+                "vsn-context_broadcast.svg": "context_broadcast"}
+
+
+@pytest.mark.parametrize("file", sorted(DOC_DIAGRAMS))
+def test_the_diagrams_in_the_docs_are_current(file: str) -> None:
+    name = DOC_DIAGRAMS[file]
+    target = next((lay for lay in VSN.layouts if lay.name == name), None)
+    binding = next((b for b in VSN.kernels if b.name == name), None)
+    expected = layout_svg(target) if target is not None else binding_svg(binding)  # type: ignore[arg-type]
+    assert (DIAGRAMS / file).read_text(encoding="utf-8") == expected, (
+        f"docs/diagrams/{file} is stale; run: layoutgen show examples/vsn/spec.py:{name} --svg docs/diagrams/{file}"
+    )
+
+
+def test_the_docs_embed_the_diagrams() -> None:
+    pages = "".join(p.read_text(encoding="utf-8") for p in (REPO / "docs").glob("*.md"))
+    for file in DOC_DIAGRAMS:
+        assert f"](diagrams/{file})" in pages, file
+
+
+# -- the command ------------------------------------------------------------------------
+
+
+def run(*args: str, cwd: Path = REPO) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    before = Path.cwd()
+    os.chdir(cwd)
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            code = main(list(args))
+    finally:
+        os.chdir(before)
+    return code, out.getvalue(), err.getvalue()
+
+
+def test_show_svg_of_a_layout_a_kernel_and_the_whole_spec(tmp_path: Path) -> None:
+    for name, check in (("Window", "time_in_trade"), ("variable_selection_fwd", "gates  out")):
+        path = tmp_path / f"{name}.svg"
+        code, out, err = run("show", f"examples/vsn/spec.py:{name}", "--svg", str(path))
+        assert (code, err) == (0, "")
+        assert out == f"wrote {path}\n"
+        assert check in " ".join(texts(path.read_text(encoding="utf-8")))
+    whole = tmp_path / "vsn.svg"
+    assert run("show", "examples/vsn/spec.py", "--svg", str(whole))[0] == 0
+    shown = " ".join(texts(whole.read_text(encoding="utf-8")))
+    assert all(f"kernel {b.name}" in shown for b in VSN.kernels)
+    assert all(f"{lay.name} [" in shown for lay in VSN.layouts)
+
+
+def test_show_prints_one_kernel_binding() -> None:
+    code, out, _ = run("show", "examples/vsn/spec.py:context_broadcast")
+    assert code == 0
+    assert out.startswith("kernel context_broadcast (context_broadcast.cu.j2), bound at examples/vsn/spec.py:")
+    assert "  dst        out   [B, K, C]    <- `Window.context`" in out
+
+
+def test_png_without_a_converter_is_a_clear_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import importlib
+
+    real = importlib.import_module
+
+    def no_cairosvg(name: str, package: str | None = None) -> object:
+        if name == "cairosvg":
+            raise ImportError(name)
+        return real(name, package)
+
+    monkeypatch.setattr(importlib, "import_module", no_cairosvg)
+    monkeypatch.setattr(shutil, "which", lambda _: None)
+    code, _, err = run("show", "examples/vsn/spec.py:Window", "--png", str(tmp_path / "w.png"))
+    assert code == 2
+    assert err == ("layoutgen: error: --png needs a converter from SVG: install the `cairosvg` package or "
+                   "`rsvg-convert` (librsvg), or write --svg and convert it yourself\n")
+    assert not (tmp_path / "w.png").exists()
+
+
+@pytest.mark.skipif(shutil.which("rsvg-convert") is None, reason="rsvg-convert is not installed")
+def test_png_through_rsvg_convert(tmp_path: Path) -> None:
+    path = tmp_path / "w.png"
+    assert run("show", "examples/vsn/spec.py:Window", "--png", str(path))[0] == 0
+    assert path.read_bytes().startswith(b"\x89PNG\r\n\x1a\n")
+
+
+def test_an_unwritable_svg_path_is_a_clear_error(tmp_path: Path) -> None:
+    target = tmp_path / "no-such-folder" / "w.svg"
+    code, out, err = run("show", "examples/vsn/spec.py:Window", "--svg", str(target))
+    assert (code, out) == (1, "")
+    assert err.startswith(f"layoutgen: error: could not write {target}: ")
+
+
+def test_an_unknown_name_lists_layouts_and_kernels() -> None:
+    code, out, err = run("show", "examples/vsn/spec.py:Nope", "--svg", "unused.svg")
+    assert (code, out) == (2, "")
+    assert err.startswith("layoutgen: error: spec `vsn` has no layout or kernel `Nope` (its layouts: Market, ")
+    assert not (REPO / "unused.svg").exists()
