@@ -5,6 +5,7 @@ The public API is re-exported here; see ``docs/api.md``.
 
 from .schema import (
     CODES,
+    Axis,
     DTYPES,
     Diagnostic,
     Dim,
@@ -43,7 +44,7 @@ from .program import Buffer, BufferView, Launch, Program, ProgramError  # noqa: 
 from .spec import Spec  # noqa: E402
 
 __all__ = [
-    "CODES", "DTYPES", "Diagnostic", "Dim", "DType", "Field", "Group", "Layout", "LayoutError",
+    "Axis", "CODES", "DTYPES", "Diagnostic", "Dim", "DType", "Field", "Group", "Layout", "LayoutError",
     "LayoutgenError", "Pad", "Severity", "Site", "Size", "View", "bf16", "dims", "f16", "f32",
     "f64", "i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64", "__version__",
     "Binding", "Grid", "In", "InOut", "Kernel", "KernelError", "Out", "Param", "Spec", "field_copies",

@@ -14,7 +14,7 @@ from pathlib import Path
 from . import __version__
 from .config import Config, ConfigError, load_config
 from .files import apply, unified_diff
-from .project import SpecResult, drift_diagnostics, process_spec
+from .project import SpecResult, drift_diagnostics, no_specs, process_spec
 from .report import FORMATS, counts, render, summary_line
 from .schema.diagnostics import Diagnostic, LayoutgenError
 
@@ -34,6 +34,9 @@ def _parser() -> argparse.ArgumentParser:
         p.add_argument("specs", nargs="*", metavar="SPEC", help="spec modules (default: `specs` in pyproject.toml)")
         p.add_argument("--out", metavar="DIR", help="output folder (default: `out`, \"generated\")")
         p.add_argument("--quiet", "-q", action="store_true", help="print diagnostics and the summary only")
+        p.add_argument("--debug", action="store_true",
+                       help="the debug build: accessors check every index against their field and launchers scan "
+                       "outputs for NaN/Inf (default: `debug`, false)")
 
     gen = verbs.add_parser("generate", help="write the generated files",
                            description="Render every spec into OUT/<spec name>/, writing only files that changed.")
@@ -50,15 +53,20 @@ def _parser() -> argparse.ArgumentParser:
     chk.add_argument("--report", action="store_true", help="with --compile: report registers and spills")
     chk.add_argument("--format", choices=FORMATS, default="text", help="diagnostic format (default: text)")
 
-    show = verbs.add_parser("show", help="print layouts and kernel bindings",
+    show = verbs.add_parser("show", help="print or draw layouts and kernel bindings",
                             description="Print the layout tables of a spec and every kernel binding with its "
-                            "resolved strides. SPEC:LAYOUT prints one layout.")
-    show.add_argument("target", metavar="SPEC[:LAYOUT]")
+                            "resolved strides. SPEC:NAME shows one layout or kernel binding. --svg and --png "
+                            "draw them instead.")
+    show.add_argument("target", metavar="SPEC[:NAME]")
+    show.add_argument("--svg", metavar="FILE", help="write the diagram as SVG to FILE")
+    show.add_argument("--png", metavar="FILE",
+                      help="write the diagram as PNG to FILE (needs cairosvg or rsvg-convert)")
     return parser
 
 
 def _config(args: argparse.Namespace) -> Config:
-    overrides: dict[str, object] = {"out": getattr(args, "out", None), "arch": getattr(args, "arch", None)}
+    overrides: dict[str, object] = {"out": getattr(args, "out", None), "arch": getattr(args, "arch", None),
+                                    "debug": True if getattr(args, "debug", False) else None}
     if getattr(args, "specs", None):
         overrides["specs"] = tuple(args.specs)
     return load_config(Path.cwd(), overrides)
@@ -82,7 +90,10 @@ def _finish(diags: list[Diagnostic], n_specs: int, fmt: str) -> int:
 
 def cmd_generate(args: argparse.Namespace) -> int:
     config = _config(args)
-    results = [process_spec(config, path) for path in _spec_files(config, args)]
+    spec_files = _spec_files(config, args)
+    if not spec_files:  # a project that checks nothing must not pass silently
+        return _finish([no_specs(config)], 0, "text")
+    results = [process_spec(config, path) for path in spec_files]
     diags = [d for r in results for d in r.diagnostics]
     if any(not r.ok for r in results):
         return _finish(diags, len(results), "text")
@@ -102,19 +113,22 @@ def cmd_generate(args: argparse.Namespace) -> int:
         if changed:
             print(f"{len(changed)} generated file(s) would change; run `layoutgen generate`.")
             return EXIT_FAILED
-        if not args.quiet:
-            print(f"Generated code is up to date ({len(results)} spec(s)).")
+        # The closing line is printed even with --quiet: every command ends with one.
+        print(f"Generated code is up to date ({len(results)} spec(s)).")
         return EXIT_OK
     if not args.quiet:
         for path in changed:
             print(f"{'deleted' if path in deleted else 'wrote'} {path}")
-        print(f"{len(changed)} file(s) changed in {len(results)} spec(s).")
+    print(f"{len(changed)} file(s) changed in {len(results)} spec(s).")
     return _finish(diags, len(results), "text") if diags else EXIT_OK
 
 
 def cmd_check(args: argparse.Namespace) -> int:
     config = _config(args)
-    results = [process_spec(config, path) for path in _spec_files(config, args)]
+    spec_files = _spec_files(config, args)
+    if not spec_files:  # a project that checks nothing must not pass silently
+        return _finish([no_specs(config)], 0, args.format)
+    results = [process_spec(config, path) for path in spec_files]
     diags: list[Diagnostic] = [d for r in results for d in r.diagnostics]
     for result in results:
         diags.extend(drift_diagnostics(result, config.root))
@@ -131,7 +145,7 @@ def cmd_show(args: argparse.Namespace) -> int:
     config = load_config(Path.cwd())
     target = args.target
     spec_path, _, layout = target.partition(":") if not Path(target).exists() else (target, "", "")
-    return show(config, Path(spec_path), layout or None)
+    return show(config, Path(spec_path), layout or None, svg=args.svg, png=args.png)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

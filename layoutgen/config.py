@@ -11,6 +11,7 @@ from __future__ import annotations
 import difflib
 import json
 import os
+import posixpath
 import re
 import tomllib
 from collections.abc import Callable, Mapping
@@ -27,6 +28,8 @@ KEYS: dict[str, str] = {
     "out": 'folder for generated code, relative to the project root (default: "generated")',
     "arch": 'GPU architecture NVRTC compiles for, like "sm_90" or "sm_90a" (default: "sm_90")',
     "cache_dir": "folder for compiled kernels, relative to the project root (default: layoutgen's user cache)",
+    "debug": "generate the debug build: bounds-checked accessors and a NaN/Inf scan after each launch "
+             "(default: false)",
 }
 
 _ARCH_RE = re.compile(r"sm_\d+a?")
@@ -92,11 +95,18 @@ def _check_cache_dir(value: object) -> str | None:
         raise _Invalid('a path to a folder, like ".cache/layoutgen"') from None
 
 
+def _check_debug(value: object) -> bool:
+    if not isinstance(value, bool):
+        raise _Invalid("true or false")
+    return value
+
+
 _CHECKS: dict[str, Callable[[object], object]] = {
     "specs": _check_specs,
     "out": _check_out,
     "arch": _check_arch,
     "cache_dir": _check_cache_dir,
+    "debug": _check_debug,
 }
 
 
@@ -131,6 +141,7 @@ class Config:
     out: str = "generated"
     arch: str = "sm_90"
     cache_dir: str | None = None
+    debug: bool = False
 
     def __post_init__(self) -> None:
         for key in KEYS:
@@ -150,6 +161,18 @@ class Config:
     def cache_path(self) -> Path | None:
         """The cache folder (``~`` expanded, relative to the root), or None for the default."""
         return None if self.cache_dir is None else self.root / Path(self.cache_dir).expanduser()
+
+    def cache_dir_from(self, folder: str) -> str | None:
+        """``cache_dir`` as generated code in ``folder`` (relative to the root) names it, or None.
+
+        A relative ``cache_dir`` becomes relative to ``folder`` ("../../.cache"), so generated
+        files name no absolute path; an absolute one, or one under ``~``, is kept as written.
+        """
+        if self.cache_dir is None:
+            return None
+        if self.cache_dir.startswith("~") or Path(self.cache_dir).is_absolute():
+            return self.cache_dir
+        return posixpath.relpath(posixpath.normpath(self.cache_dir), posixpath.normpath(folder))
 
 
 def find_root(start: Path) -> Path | None:

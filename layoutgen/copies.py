@@ -9,22 +9,35 @@ field's offset, width and row stride allow, down to one element).
 
 from __future__ import annotations
 
-from .kernels import Binding, Grid, In, Kernel, Out
-from .schema import Dim, Layout, View
+from .kernels import Binding, Grid, In, Kernel, KernelError, Out
+from .schema import Dim, Field, Layout, View
+from .schema.diagnostics import Diagnostic
 from .templates import DIRECTORY as PACKAGE_TEMPLATES
 
 
 def _kernel(name: str, template: str, view: View) -> Kernel:
-    shape: list[Dim | int] = [*view.layout.dims, view.width]
+    shape: list[Dim | int] = list(view.shape)  # every axis: a named range narrowed, a sub-array's own dims
     verb = "gather" if template.startswith("gather") else "scatter"
     return Kernel(name, template, [In("src", shape), Out("dst", shape)], grid=Grid.vectors("dst"),
                   doc=f"{verb} `{view.name}`", template_root=PACKAGE_TEMPLATES)
 
 
 def packed_layout(view: View, name: str | None = None) -> Layout:
-    """A layout with the view's leading dims and dtype whose rows are just the field."""
+    """A layout with the view's leading dims and dtype whose rows are just the field.
+
+    A sub-array field's packed rows are one field of its shape (``block``), so
+    that both sides have the same axes; a named range's rows are its own.
+    """
     lay = view.layout
-    return Layout(name or f"{view.name.replace('.', '_')}_packed", list(lay.dims), lay.dtype, width=view.width)
+    if not lay.column_unit.is_static:
+        raise KernelError(Diagnostic(
+            "LG208", f"field copies of `{view.name}` need a static row; its columns count `{lay.column_unit}`",
+            lay.site, hint="copy with a kernel of your own that indexes through the view's accessors",
+        ))
+    packed = name or f"{view.name.replace('.', '_')}_packed"
+    if view.region.shape:
+        return Layout(packed, list(view.leading), lay.dtype, [Field("block", shape=list(view.region.shape))])
+    return Layout(packed, list(view.leading), lay.dtype, width=view.width)
 
 
 def field_copies(view: View | Layout, packed: Layout | None = None, name: str | None = None) -> tuple[Binding, Binding]:
@@ -36,7 +49,8 @@ def field_copies(view: View | Layout, packed: Layout | None = None, name: str | 
     """
     view = view.view if isinstance(view, Layout) else view
     target = packed or packed_layout(view)
+    rows: View | Layout = target["block"] if packed is None and view.region.shape else target
     suffix = name or view.name.replace(".", "_")
-    gather = _kernel(f"gather_{suffix}", "gather.cu.j2", view).bind(src=view, dst=target)
-    scatter = _kernel(f"scatter_{suffix}", "scatter.cu.j2", view).bind(src=target, dst=view)
+    gather = _kernel(f"gather_{suffix}", "gather.cu.j2", view).bind(src=view, dst=rows)
+    scatter = _kernel(f"scatter_{suffix}", "scatter.cu.j2", view).bind(src=rows, dst=view)
     return gather, scatter

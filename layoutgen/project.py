@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .checks import check_spec
-from .checks.lint import lint_template
+from .checks.lint import lint_rendered, lint_template
 from .codegen.render import relative, render_spec
 from .config import Config
 from .files import Plan, plan_output
@@ -48,14 +48,37 @@ def process_spec(config: Config, spec_file: Path) -> SpecResult:
         diags.extend(lint_template(binding, binding.kernel.template_path))
     if any(d.severity is Severity.ERROR for d in diags):
         return SpecResult(rel, spec, {}, tuple(diags), None)
-    rendered = render_spec(spec, root, rel)
+    rendered = render_spec(spec, root, rel, debug=config.debug, out=config.out,
+                           cache_dir=config.cache_dir_from(f"{config.out}/{spec.name}"))
     diags.extend(rendered.diagnostics)
     if rendered.diagnostics:
+        return SpecResult(rel, spec, {}, tuple(diags), None)
+    for binding in spec.kernels:  # the lint again, on what `{{ }}` rendered: at the template's lines
+        template = binding.kernel.template_path
+        kernel = rendered.files.get(f"{spec.name}/{binding.name}.cu")
+        if kernel is not None:
+            diags.extend(lint_rendered(binding, template, relative(template, root), kernel))
+    if any(d.severity is Severity.ERROR for d in diags):
         return SpecResult(rel, spec, {}, tuple(diags), None)
     files = {f"{config.out}/{path}": text for path, text in rendered.files.items()}
     plan = plan_output(root, f"{config.out}/{spec.name}", files)
     diags.extend(plan.conflicts)
     return SpecResult(rel, spec, files, tuple(diags), plan)
+
+
+def no_specs(config: Config) -> Diagnostic:
+    """LG506: nothing to process, at the ``[tool.layoutgen]`` table where there is one."""
+    pyproject = config.root / "pyproject.toml"
+    site = None
+    if pyproject.is_file():
+        lines = pyproject.read_text(encoding="utf-8", errors="replace").splitlines()
+        line = next((n for n, text in enumerate(lines, 1) if text.strip() == "[tool.layoutgen]"), 1)
+        site = Site(str(pyproject), line)
+    return Diagnostic(
+        "LG506", "no spec modules to process: `[tool.layoutgen].specs` is missing or empty and no SPEC was given",
+        site, hint='list them under [tool.layoutgen], like `specs = ["examples/vsn/spec.py"]`, '
+                   "or pass SPEC on the command line",
+    )
 
 
 def drift_diagnostics(result: SpecResult, root: Path) -> list[Diagnostic]:

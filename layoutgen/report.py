@@ -18,11 +18,15 @@ FORMATS = ("text", "json", "github")
 
 _RESET = "\x1b[0m"
 _BOLD = "\x1b[1m"
-_SEVERITY_COLOR = {Severity.ERROR: "\x1b[31m", Severity.WARNING: "\x1b[33m"}  # red, yellow
+_SEVERITY_COLOR = {  # red, yellow, cyan
+    Severity.ERROR: "\x1b[31m", Severity.WARNING: "\x1b[33m", Severity.NOTE: "\x1b[36m",
+}
+#: GitHub's workflow command for each severity (it calls a note a notice).
+_GITHUB_COMMAND = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.NOTE: "notice"}
 
 
 def counts(diags: Iterable[Diagnostic]) -> tuple[int, int]:
-    """The number of errors and of warnings among ``diags``."""
+    """The number of errors and of warnings among ``diags`` (notes are not counted)."""
     severities = [d.severity for d in diags]
     return severities.count(Severity.ERROR), severities.count(Severity.WARNING)
 
@@ -30,7 +34,7 @@ def counts(diags: Iterable[Diagnostic]) -> tuple[int, int]:
 def format_text(diags: Iterable[Diagnostic], *, color: bool = False) -> str:
     """``path:line: error[LG201]: message`` per diagnostic, then ``  hint: ...``.
 
-    With ``color``, the severity is red (error) or yellow (warning) and the
+    With ``color``, the severity is red (error), yellow (warning) or cyan (note) and the
     code bold, as ANSI escapes; without, the text is plain.
     """
     out: list[str] = []
@@ -87,6 +91,7 @@ def _escape_property(text: str) -> str:
 def format_github(diags: Iterable[Diagnostic]) -> str:
     """GitHub Actions workflow commands: ``::error file=...,line=...,title=...::message``.
 
+    Errors become ``::error``, warnings ``::warning`` and notes ``::notice``.
     The hint follows the message on a new line; without a site, ``file`` and
     ``line`` are left out.
     """
@@ -98,7 +103,7 @@ def format_github(diags: Iterable[Diagnostic]) -> str:
             properties.append(f"line={d.site.line}")
         properties.append(f"title={_escape_property(f'{d.code} {CODES[d.code].name}')}")
         message = d.message + (f"\nhint: {d.hint}" if d.hint else "")
-        out.append(f"::{d.severity.value} {','.join(properties)}::{_escape_data(message)}\n")
+        out.append(f"::{_GITHUB_COMMAND[d.severity]} {','.join(properties)}::{_escape_data(message)}\n")
     return "".join(out)
 
 

@@ -1,43 +1,156 @@
-"""``layoutgen show``: layout tables and kernel bindings with resolved strides."""
+"""``layoutgen show``: layout tables and kernel bindings with resolved strides, or their diagrams.
+
+Without ``--svg``/``--png`` it prints text: the table of each layout and each
+binding's parameters. With them it writes the diagrams of
+:mod:`layoutgen.diagram` instead. PNG needs a converter that layoutgen does
+not depend on: the ``cairosvg`` package, or ``rsvg-convert`` (librsvg) on
+the PATH.
+"""
 
 from __future__ import annotations
 
+import importlib
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 from .checks import describe_view
 from .config import Config
+from .kernels import Binding
 from .report import format_text
+from .schema import Layout
+from .schema.diagnostics import display_path
 from .schema.dims import shape_text, strides_text
+from .program import Program
+from .spec import Spec, launch_kernel
 from .specload import load_spec
 from .unify import unify
 
+EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
-def show(config: Config, spec_file: Path, layout_name: str | None) -> int:
-    """Print the spec's layouts (or one) and its bindings; 1 when the spec does not load."""
+
+class ConverterMissingError(Exception):
+    """Neither cairosvg nor rsvg-convert is there to turn an SVG into a PNG."""
+
+
+def svg_to_png(svg: str, path: Path) -> None:
+    """Write ``svg`` rendered as a PNG to ``path``.
+
+    Uses the ``cairosvg`` package when it is installed, else ``rsvg-convert``
+    from the PATH. Raises :class:`ConverterMissingError` when neither is
+    there, and ``subprocess.CalledProcessError`` when rsvg-convert fails.
+    """
+    try:
+        cairosvg = importlib.import_module("cairosvg")
+    except ImportError:
+        cairosvg = None
+    if cairosvg is not None:
+        cairosvg.svg2png(bytestring=svg.encode("utf-8"), write_to=str(path))
+        return
+    rsvg = shutil.which("rsvg-convert")
+    if rsvg is None:
+        raise ConverterMissingError(
+            "--png needs a converter from SVG: install the `cairosvg` package or `rsvg-convert` (librsvg), "
+            "or write --svg and convert it yourself"
+        )
+    subprocess.run([rsvg, "--format", "png", "--output", str(path)], input=svg.encode("utf-8"), check=True)
+
+
+def _print_binding(binding: Binding) -> None:
+    unified = unify(binding)
+    print(f"kernel {binding.name} ({binding.kernel.template}), bound at {binding.site}")
+    for param, view in binding.pairs:
+        print(f"  {param.name:<10} {param.access:<5} {shape_text(param.shape):<12} <- {describe_view(view)}, "
+              f"strides {strides_text(view.strides)}, offset {view.offset}")
+    values = ", ".join(f"{s} = {d}" for s, d in unified.values)
+    print(f"  symbols: {values}")
+
+
+def _print_program(spec: Spec, program: Program) -> None:
+    print(f"program {program.name}, declared at {program.site}" + (f": {program.doc}" if program.doc else ""))
+    for b in program.buffers:
+        role = " and ".join(r for r, on in (("input", b.input), ("output", b.output)) if on) or "scratch"
+        print(f"  buffer {b.name:<10} {b.layout.name} {shape_text(b.layout.shape)} {b.layout.dtype}, {role}")
+    for n, launch in enumerate(program.launches, start=1):
+        args = ", ".join(f"{a.param}={a.buffer.name}" + (f".{a.view.path}" if a.view.path else "") for a in launch.args)
+        print(f"  {n}. {launch_kernel(spec, launch)}({args})")
+
+
+def _find(spec: Spec, name: str) -> Layout | Binding | Program | None:
+    """The layout called ``name``, else the binding (generated kernel), else the program."""
+    for layout in spec.layouts:
+        if layout.name == name:
+            return layout
+    found = next((b for b in spec.kernels if b.name == name), None)
+    return found or next((p for p in spec.programs if p.name == name), None)
+
+
+def _draw(spec: Spec, target: Layout | Binding | None, svg: str | None, png: str | None) -> int:
+    from .diagram import binding_svg, layout_svg, spec_svg  # only when drawing
+
+    if target is None:
+        text = spec_svg(spec)
+    elif isinstance(target, Layout):
+        text = layout_svg(target)
+    else:
+        text = binding_svg(target)
+    for path, write in ((svg, lambda p: p.write_text(text, encoding="utf-8")), (png, lambda p: svg_to_png(text, p))):
+        if path is None:
+            continue
+        try:
+            write(Path(path))
+        except ConverterMissingError as exc:
+            print(f"layoutgen: error: {exc}", file=sys.stderr)
+            return EXIT_USAGE
+        except (OSError, subprocess.CalledProcessError) as exc:
+            print(f"layoutgen: error: could not write {path}: {exc}", file=sys.stderr)
+            return EXIT_FAILED
+        print(f"wrote {display_path(str(Path(path).resolve()))}")
+    return EXIT_OK
+
+
+def show(config: Config, spec_file: Path, name: str | None, *, svg: str | None = None,
+         png: str | None = None) -> int:
+    """Print (or, with ``svg``/``png``, draw) the spec's layouts and bindings, or the one called ``name``.
+
+    Returns the exit code: 1 when the spec does not load, 2 when ``name`` is
+    neither a layout nor a binding of it or no PNG converter is there.
+    """
     loaded = load_spec(spec_file)
     if loaded.spec is None:
-        print(format_text(list(loaded.diagnostics)), end="")
-        return 1
+        print(format_text(list(loaded.diagnostics)), end="", file=sys.stderr)
+        return EXIT_FAILED
     spec = loaded.spec
-    layouts = spec.layouts
-    if layout_name is not None:
-        layouts = tuple(lay for lay in layouts if lay.name == layout_name)
-        if not layouts:
-            names = ", ".join(lay.name for lay in spec.layouts)
-            print(f"layoutgen: error: spec `{spec.name}` has no layout `{layout_name}` (its layouts: {names})")
-            return 2
-    for layout in layouts:
+    target = None if name is None else _find(spec, name)
+    if name is not None and target is None:
+        layouts = ", ".join(lay.name for lay in spec.layouts) or "none"
+        kernels = ", ".join(b.name for b in spec.kernels) or "none"
+        programs = f"; its programs: {', '.join(p.name for p in spec.programs)}" if spec.programs else ""
+        print(f"layoutgen: error: spec `{spec.name}` has no layout or kernel `{name}` "
+              f"(its layouts: {layouts}; its kernels: {kernels}{programs})", file=sys.stderr)
+        return EXIT_USAGE
+    if isinstance(target, Program):
+        if svg is not None or png is not None:
+            print(f"layoutgen: error: programs are not drawn; draw a kernel of `{target.name}` or a layout",
+                  file=sys.stderr)
+            return EXIT_USAGE
+        _print_program(spec, target)
+        return EXIT_OK
+    if svg is not None or png is not None:
+        return _draw(spec, target, svg, png)
+    if isinstance(target, Binding):
+        _print_binding(target)
+        return EXIT_OK
+    for layout in [target] if isinstance(target, Layout) else spec.layouts:
         print(layout)
         print()
-    if layout_name is not None:
-        return 0
+    if target is not None:
+        return EXIT_OK
     for binding in spec.kernels:
-        unified = unify(binding)
-        print(f"kernel {binding.name} ({binding.kernel.template}), bound at {binding.site}")
-        for param, view in binding.pairs:
-            print(f"  {param.name:<10} {param.access:<5} {shape_text(param.shape):<12} <- {describe_view(view)}, "
-                  f"strides {strides_text(view.strides)}, offset {view.offset}")
-        values = ", ".join(f"{s} = {d}" for s, d in unified.values)
-        print(f"  symbols: {values}")
+        _print_binding(binding)
         print()
-    return 0
+    for program in spec.programs:
+        _print_program(spec, program)
+        print()
+    return EXIT_OK

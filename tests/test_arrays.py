@@ -247,7 +247,7 @@ def test_torch_non_tensor_is_refused() -> None:
 
 
 def test_numpy_arrays_are_refused_as_host_arrays() -> None:
-    with pytest.raises(ArrayKindError, match=r"host array \(numpy\.ndarray, shape \[4, 8, 56\], float32\)"):
+    with pytest.raises(ArrayKindError, match=r"host array \(numpy\.ndarray, shape \[4, 8, 56\], f32\)"):
         array_info(np.zeros((4, 8, 56), np.float32))
 
 

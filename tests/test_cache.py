@@ -53,6 +53,21 @@ def test_miss_compiles_then_hits(tmp_path: Path) -> None:
     assert other.lookup(REQ) == first and (other.hits, other.misses) == (1, 0)
 
 
+def test_report_is_not_part_of_the_key(tmp_path: Path) -> None:
+    """`check --compile` then `check --compile --report`: the second compiles nothing and still reports."""
+    plain = CompileRequest(SRC, "generated/axpy.cu")
+    assert plain.key() == REQ.key()
+    cache = CubinCache(tmp_path)
+    first = cache.get_or_compile(plain)
+    assert first.origin == "compiled" and first.resources == ()  # not asked for
+    reported = cache.get_or_compile(REQ)
+    assert reported.origin == "cache" and reported.cubin == first.cubin
+    assert [r.kernel for r in reported.resources] == ["axpy"] and reported.resources[0].registers > 0
+    assert (cache.compiles, cache.hits) == (1, 1)
+    assert cache.lookup(plain) is not None and cache.lookup(plain).resources == ()  # type: ignore[union-attr]
+    assert cache.lookup(REQ) == reported
+
+
 def test_sidecar_contents(tmp_path: Path, compiled: CompileResult) -> None:
     cache = CubinCache(tmp_path)
     cache.store(REQ, compiled)

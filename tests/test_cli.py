@@ -62,7 +62,7 @@ def edit(path: Path, old: str, new: str) -> None:
     ([], ["usage: layoutgen", "generate", "check", "show", "[tool.layoutgen]"]),
     (["generate"], ["usage: layoutgen generate", "--out DIR", "--check", "SPEC"]),
     (["check"], ["usage: layoutgen check", "--compile", "--arch ARCH", "--format {text,json,github}"]),
-    (["show"], ["usage: layoutgen show", "SPEC[:LAYOUT]"]),
+    (["show"], ["usage: layoutgen show", "SPEC[:NAME]", "--svg FILE", "--png FILE"]),
 ])
 def test_help_for_the_command_and_every_verb(project: Path, verb: list[str], expected: list[str]) -> None:
     run = layoutgen(*verb, "--help", cwd=project)
@@ -283,6 +283,25 @@ def test_a_spec_that_fails_to_import_is_lg504_at_its_line(project: Path) -> None
     ), run.stdout
 
 
+# -- nothing to process ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize("table", ["", "specs = []\n"])
+def test_a_project_without_specs_fails_instead_of_passing_silently(tmp_path: Path, table: str) -> None:
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "demo"\n\n[tool.layoutgen]\n' + table)
+    expected = ("pyproject.toml:4: error[LG506]: no spec modules to process: `[tool.layoutgen].specs` is missing "
+                "or empty and no SPEC was given\n")
+    for verb in (["check"], ["check", "--compile"], ["generate"], ["generate", "--check"]):
+        run = layoutgen(*verb, cwd=tmp_path)
+        assert run.returncode == 1, (verb, run.stdout, run.stderr)
+        assert run.stdout.startswith(expected), run.stdout
+        assert run.stdout.endswith("Found 1 error in 0 specs.\n"), run.stdout
+    run = layoutgen("check", "--format", "json", cwd=tmp_path)
+    assert run.returncode == 1
+    assert [d["code"] for d in json.loads(run.stdout)["diagnostics"]] == ["LG506"]
+    assert not (tmp_path / "generated").exists()
+
+
 # -- show ---------------------------------------------------------------------------------
 
 
@@ -306,5 +325,16 @@ def test_show_one_layout(project: Path) -> None:
     assert run.stdout.startswith("Window [B, K, 56] f32")
     assert "snap" in run.stdout and "Context [B" not in run.stdout and "kernel " not in run.stdout
     missing = layoutgen("show", "specs/mini/spec.py:Nope", cwd=project)
-    assert missing.returncode == 2
-    assert missing.stdout == "layoutgen: error: spec `mini` has no layout `Nope` (its layouts: Window, Context)\n"
+    assert missing.returncode == 2  # a usage error, on stderr like every error of the CLI
+    assert missing.stdout == ""
+    assert missing.stderr == ("layoutgen: error: spec `mini` has no layout or kernel `Nope` "
+                              "(its layouts: Window, Context; its kernels: scale_snap, copy_context)\n")
+
+
+
+def test_show_errors_go_to_stderr(project: Path) -> None:
+    """A spec that does not load: its diagnostics on stderr, exit 1, nothing on stdout."""
+    run = layoutgen("show", "specs/mini/nope.py", cwd=project)
+    assert run.returncode == 1
+    assert run.stdout == ""
+    assert run.stderr.startswith("error[LG504]: spec module specs/mini/nope.py does not exist"), run.stderr

@@ -82,6 +82,52 @@ def test_paths(root: Path) -> None:
     assert Config(root, cache_dir="/abs/cache").cache_path == Path("/abs/cache")
 
 
+def test_generated_code_names_the_cache_dir_relative_to_its_folder(root: Path) -> None:
+    assert Config(root, cache_dir=".cache/lg").cache_dir_from("generated/vsn") == "../../.cache/lg"
+    assert Config(root, cache_dir="c", out="a/b").cache_dir_from("a/b/vsn") == "../../../c"
+    assert Config(root, cache_dir="~/lg").cache_dir_from("generated/vsn") == "~/lg"  # as written: no home path
+    assert Config(root, cache_dir="/abs/cache").cache_dir_from("generated/vsn") == "/abs/cache"
+    assert Config(root).cache_dir_from("generated/vsn") is None
+
+
+def test_launchers_use_the_cache_dir_that_check_compile_uses(root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`cache_dir` is written into the generated module; its launchers then use the same folder."""
+    import importlib.util
+    import sys
+
+    from layoutgen.files import apply
+    from layoutgen.project import process_spec
+    from layoutgen.runtime.cache import CubinCache
+
+    (root / "k.cu.j2").write_text("    y.at(row, 0) = x.at(row, 0);\n")
+    (root / "spec.py").write_text(
+        "from layoutgen import Layout, dims, f32\n"
+        "from layoutgen.kernels import In, Kernel, Out\n"
+        "from layoutgen.spec import Spec\n"
+        "(N,) = dims('N')\n"
+        "Rows = Layout('Rows', [N], f32, width=4)\n"
+        "k = Kernel('copy_rows', 'k.cu.j2', [In('x', [N, 4]), Out('y', [N, 4])])\n"
+        "spec = Spec('cachedemo', kernels=[k.bind(x=Rows, y=Rows)])\n"
+    )
+    monkeypatch.setenv("LAYOUTGEN_CACHE_DIR", str(root / "elsewhere"))
+    for cache_dir, expected in [(".lgcache", root / ".lgcache"), (None, root / "elsewhere" / "cubin")]:
+        table = 'specs = ["spec.py"]\nout = "gen/code"\n' + (f'cache_dir = "{cache_dir}"\n' if cache_dir else "")
+        config = load_config(project(root, table))
+        result = process_spec(config, root / "spec.py")
+        assert result.ok and result.plan is not None, result.diagnostics
+        apply(root, result.plan)
+        init = root / "gen" / "code" / "cachedemo" / "__init__.py"
+        assert (f"_CACHE_DIR = {'../../../.lgcache' if cache_dir else None!r}\n") in init.read_text()
+        spec = importlib.util.spec_from_file_location(f"cachedemo_{bool(cache_dir)}", init)
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        sys.modules.pop(spec.name, None)
+        used = module._copy_rows.cache().directory.resolve()
+        checked = (CubinCache(config.cache_path) if config.cache_path else CubinCache.default()).directory
+        assert used == checked.resolve() == expected  # `check --compile` warms what launches read
+
+
 # --- overrides ------------------------------------------------------------
 
 
@@ -174,7 +220,7 @@ def test_unknown_key_suggests_the_closest(root: Path) -> None:
 def test_unknown_key_without_a_close_match_lists_the_keys(root: Path) -> None:
     assert error(root, "verbose = true\n") == (
         "`[tool.layoutgen]` has no key `verbose` (pyproject.toml);"
-        " known keys: `specs`, `out`, `arch`, `cache_dir`"
+        " known keys: `specs`, `out`, `arch`, `cache_dir`, `debug`"
     )
 
 
@@ -220,3 +266,14 @@ def test_keys_document_every_setting() -> None:
     for key, doc in KEYS.items():
         assert "(default: " in doc, key
         assert "\n" not in doc, key
+
+
+def test_package_metadata_uses_an_spdx_license_expression() -> None:
+    """`license = "..."` (PEP 639), not the deprecated table form setuptools warns about on every install."""
+    import tomllib
+
+    data = tomllib.loads((Path(__file__).resolve().parent.parent / "pyproject.toml").read_text())
+    project_table = data["project"]
+    assert project_table["license"] == "Apache-2.0"
+    assert not any(c.startswith("License ::") for c in project_table.get("classifiers", []))
+    assert "setuptools>=77" in data["build-system"]["requires"]  # the first to read the SPDX form

@@ -11,9 +11,12 @@
 - the LG6xx examples, which need a GPU to run as written, are replayed through
   the launcher's own checks with stand-in arrays of the same shape, strides,
   dtype, device and pointer, and must give the message shown;
-- `console` blocks of the README, docs/cli.md and examples/vsn/README.md that
+- `console` blocks of the README, docs/cli.md, docs/ci.md and examples/vsn/README.md that
   run `layoutgen show` or `layoutgen check` (no `--compile`) print what they show,
-  run from the repository root.
+  run from the repository root;
+- docs/tutorial.md runs, block by block, in an empty project: its files are
+  written, its commands print what it shows, its Python runs (the blocks
+  marked `gpu` only where CuPy sees a GPU).
 """
 
 from __future__ import annotations
@@ -227,6 +230,8 @@ LAUNCH_CASES: dict[str, Any] = {
     "LG606": lambda: _fwd(W=Dev((40, 40), ptr=BASE + 0x1000002)),
     "LG607": lambda: _fwd(gates=Dev((256, 64, 40), ptr=BASE + 0x3000000, readonly=True)),
     "LG608": lambda: _fwd(W=_host_array()),
+    # cp.broadcast_to(cp.empty((1, K, 40)), (B, K, 40)): stride 0 on B, an output
+    "LG610": lambda: _fwd(y=Dev((256, 64, 40), ptr=BASE + 0x4000000, strides=(0, 40 * 4, 4))),
 }
 
 
@@ -244,12 +249,14 @@ def test_launch_example_gives_its_message(code: str) -> None:
 
 # -- console blocks of the other pages, run from the repository root -------------
 
-PAGES = [REPO / "README.md", DOCS / "cli.md", REPO / "examples" / "vsn" / "README.md"]
+PAGES = [REPO / "README.md", DOCS / "cli.md", DOCS / "ci.md", REPO / "examples" / "vsn" / "README.md"]
 
 
 def _replayable(runs: list[tuple[str, str]]) -> bool:
     return bool(runs) and all(
-        cmd.startswith(("layoutgen show ", "layoutgen check ")) and "--compile" not in cmd for cmd, _ in runs
+        cmd.startswith(("layoutgen show ", "layoutgen check ")) and "--compile" not in cmd
+        and "--svg" not in cmd and "--png" not in cmd  # those write files; tests/test_diagram.py runs them
+        for cmd, _ in runs
     )
 
 
@@ -338,3 +345,80 @@ def test_relative_links_and_anchors_resolve(page: Path) -> None:
         elif anchor and linked.suffix == ".md" and anchor not in _slugs(read(linked)):
             broken.append(target)
     assert not broken, f"{page.name}: broken links {broken}"
+
+
+# -- the tutorial runs, in order, in an empty project ------------------------------------
+
+TUTORIAL = DOCS / "tutorial.md"
+_BLOCK = re.compile(r"^```(\w*)([^\n]*)\n(.*?)^```[ \t]*$", re.M | re.S)
+
+
+def tutorial_steps(text: str) -> list[tuple[str, set[str], str, str]]:
+    """Each fenced block: (language, the other words of its info string, caption line, content)."""
+    out = []
+    for m in _BLOCK.finditer(text):
+        before = [line for line in text[: m.start()].splitlines() if line.strip()]
+        out.append((m.group(1), set(m.group(2).split()), before[-1] if before else "", m.group(3)))
+    return out
+
+
+@pytest.fixture
+def fresh_modules() -> Any:
+    """Forget the tutorial's `spec` and `generated` modules before and after (the repo has its own)."""
+    import sys
+
+    def forget() -> dict[str, Any]:
+        names = [n for n in sys.modules if n in ("spec", "generated") or n.startswith("generated.")]
+        return {n: sys.modules.pop(n) for n in names}
+
+    saved = forget()
+    yield
+    forget()
+    sys.modules.update(saved)
+
+
+def test_the_tutorial_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fresh_modules: Any) -> None:
+    """Files are written, `$ layoutgen` commands give the output shown, Python blocks run.
+
+    A ```text block captioned "It prints:" is the output of the Python block
+    before it. Python blocks marked `gpu` (```python gpu) need a CUDA GPU;
+    without one the test skips at the first of them, having run everything
+    before it.
+    """
+    project = tmp_path / "project"
+    project.mkdir()
+    monkeypatch.setenv("LAYOUTGEN_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.chdir(project)
+    monkeypatch.syspath_prepend(str(project))
+    namespace: dict[str, Any] = {}
+    printed = ""
+    for n, (language, words, caption, content) in enumerate(tutorial_steps(read(TUTORIAL))):
+        where = f"docs/tutorial.md, block {n + 1}"
+        file = _FILE_CAPTION.search(caption)
+        if file:
+            (project / file.group(1)).write_text(content, encoding="utf-8")
+        elif language == "console":
+            (runs,) = console_blocks(f"```console\n{content}```\n")
+            for command, shown in runs:
+                if "--compile" in command and nvrtc_missing():
+                    pytest.skip(f"{where}: {nvrtc_missing()}")
+                assert run_layoutgen(command, project) == shown, f"{where}: the output of `{command}` changed"
+        elif language == "python":
+            if "gpu" in words and _gpu_reason():
+                pytest.skip(f"{where} needs a GPU: {_gpu_reason()}")
+            out = io.StringIO()
+            with contextlib.redirect_stdout(out):
+                exec(compile(content, where, "exec"), namespace)  # noqa: S102 - the tutorial's own code
+            printed = out.getvalue()
+        elif language == "text" and caption == "It prints:":
+            assert printed == content, f"{where}: the Python block before it printed {printed!r}"
+
+
+def test_the_tutorial_marks_gpu_blocks_and_ends_running_a_kernel() -> None:
+    steps = tutorial_steps(read(TUTORIAL))
+    gpu = [content for language, words, _, content in steps if language == "python" and "gpu" in words]
+    assert gpu and any("tut.softmax_gate(" in c for c in gpu)
+    first_gpu = next(i for i, (lang, words, _, _) in enumerate(steps) if lang == "python" and "gpu" in words)
+    later = [lang for lang, words, caption, _ in steps[first_gpu:]
+             if lang in ("python", "console") and "gpu" not in words]
+    assert not later, "blocks after the first GPU block would be skipped without a GPU"

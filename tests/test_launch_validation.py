@@ -26,8 +26,8 @@ B, K = 4, 8
 BASE = 0x7F00_0000_0000  # 256-byte aligned, like every CUDA allocation
 FWD = vsn._variable_selection_fwd
 BWD = vsn._variable_selection_bwd
-ITEMSIZE = {"<f4": 4, "<f8": 8, "<f2": 2, "<i4": 4}
-NAMES = {"<f4": "float32", "<f8": "float64", "<f2": "float16", "<i4": "int32"}
+ITEMSIZE = {"<f4": 4, "<f8": 8, "<f2": 2, "<i4": 4, "<V2": 2, "<u2": 2, "<i2": 2}
+NAMES = {"<f4": "f32", "<f8": "f64", "<f2": "f16", "<i4": "i32", "<V2": "bf16", "<u2": "u16", "<i2": "i16"}  # layoutgen's names, as messages spell them
 
 
 class Dev:
@@ -118,10 +118,10 @@ def test_grid_counts_rows_or_threads_per_row_of_the_grid_parameter() -> None:
 
 # hand-built specs ----------------------------------------------------------------------------------
 
-ROWS = LayoutSpec("Rows", ("N",), 8, "float16", 2)
-TABLE = LayoutSpec("Table", (3, 5), 2, "float64", 8)
-VECTOR = LayoutSpec("Vector", (), 40, "int32", 4)
-SQUARE = LayoutSpec("Square", ("N", "N"), 4, "float32", 4)
+ROWS = LayoutSpec("Rows", ("N",), 8, "f16", 2)
+TABLE = LayoutSpec("Table", (3, 5), 2, "f64", 8)
+VECTOR = LayoutSpec("Vector", (), 40, "i32", 4)
+SQUARE = LayoutSpec("Square", ("N", "N"), 4, "f32", 4)
 
 
 def hand(params: tuple[ParamSpec, ...], symbols: tuple[str, ...], grid_param: int, per_row: int,
@@ -171,7 +171,7 @@ def test_hand_built_static_dims_and_dtype() -> None:
     assert "axis 1 must be 5" in text and bad.described() in text
     single = Dev((3, 5, 2), "<f4")
     text = refused("LG602", k, (single,), "t")
-    assert "needs float64 elements" in text and single.described() in text
+    assert "needs f64 elements" in text and single.described() in text
 
 
 # LG601: shape ------------------------------------------------------------------------------------
@@ -182,7 +182,7 @@ def test_the_motivating_bug_packed_features_passed_as_a_window() -> None:
     text = refused("LG601", FWD, fwd_args(x=x), "x")
     assert "Window [B, K, 56]" in text
     assert f"got an array of {x.described()}" in text
-    assert "shape [4, 8, 40], strides (320, 40, 1) (elements), float32" in text
+    assert "shape [4, 8, 40], strides (320, 40, 1) (elements), f32" in text
     assert "hint: pass the whole Window array, shape [B, K, 56], not a slice of it" in text
 
 
@@ -205,7 +205,7 @@ def test_wrong_static_dim() -> None:
     w = Dev((41, 40))
     text = refused("LG601", FWD, fwd_args(W=w), "W")
     assert "axis 0 must be 40" in text
-    assert "shape [41, 40], strides (40, 1) (elements), float32" in text
+    assert "shape [41, 40], strides (40, 1) (elements), f32" in text
 
 
 def test_wrong_argument_count() -> None:
@@ -225,8 +225,89 @@ def test_wrong_argument_count() -> None:
 def test_wrong_dtype(param: str, shape: tuple[int, ...], typestr: str) -> None:
     a = Dev(shape, typestr)
     text = refused("LG602", FWD, fwd_args(**{param: a}), param)
-    assert "needs float32 elements" in text
+    assert "needs f32 elements" in text
     assert a.described() in text and NAMES[typestr] in text
+
+
+# bf16: what real bf16 producers report is accepted; other 2-byte types are not ------------------------
+
+HALF = LayoutSpec("Half", ("N",), 8, "bf16", 2)
+
+
+class FakeTorchDtype:
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __str__(self) -> str:
+        return f"torch.{self.name}"
+
+
+def fake_cuda_tensor(dtype: str, shape: tuple[int, ...] = (4, 8)) -> Any:
+    """What the launcher reads of a CUDA torch tensor (torch itself is not needed)."""
+    kind = type("Tensor", (), {"__module__": "torch"})
+    t = kind()
+    t.is_cuda, t.dtype, t.shape, t.device = True, FakeTorchDtype(dtype), shape, SimpleNamespace(index=0)
+    t.data_ptr = lambda: BASE
+    t.stride = lambda: tuple(s // 2 for s in packed(shape, 2))
+    return t
+
+
+@pytest.mark.parametrize("array", [
+    Dev((4, 8), "<V2"),  # ml_dtypes' bfloat16 through __cuda_array_interface__ (JAX, CuPy)
+    Dev((4, 8), "<u2"),  # bf16 bits as 16-bit words: what `Layout.empty` allocates for bf16
+    fake_cuda_tensor("bfloat16"),
+], ids=["V2", "u2", "torch.bfloat16"])
+def test_bf16_arrays_are_accepted(array: Any) -> None:
+    k = hand((ParamSpec("h", "inout", HALF, "Half", 2),), ("N",), 0, 1, name="bf16_ok")
+    assert k.bind((array,), device=0) == ([BASE], {"N": 4})
+
+
+@pytest.mark.parametrize("array", [Dev((4, 8), "<f2"), Dev((4, 8), "<i2"), fake_cuda_tensor("float16")],
+                         ids=["f16", "i16", "torch.float16"])
+def test_other_two_byte_types_are_refused_for_bf16(array: Any) -> None:
+    k = hand((ParamSpec("h", "inout", HALF, "Half", 2),), ("N",), 0, 1, name="bf16_refused")
+    text = refused("LG602", k, (array,), "h")
+    assert "(Half, layout Half [N, 8] bf16) needs bf16 elements, got shape [4, 8], strides (8, 1) (elements), f" \
+        in text or "needs bf16 elements, got shape [4, 8], strides (8, 1) (elements), i16" in text
+
+
+def test_layout_specs_name_layoutgen_dtypes() -> None:
+    assert HALF.numpy == "uint16" and SQUARE.numpy == "float32"
+    with pytest.raises(ValueError, match="`dtype` must be one of f64, f32"):
+        LayoutSpec("Old", (), 4, "float32", 4)  # numpy's name: generated code from before names "f32"
+
+
+# LG609: the driver's refusal is a LaunchError too ----------------------------------------------------
+
+
+def test_a_launch_the_driver_refuses_is_a_launch_error() -> None:
+    import ctypes
+    import threading
+
+    from layoutgen.runtime.driver import CupyLaunch, PackedLaunch
+
+    packed_launch = object.__new__(PackedLaunch)  # without cuda.bindings: its driver call faked
+    packed_launch.__dict__.update(
+        _launch=lambda *args: ("CUDA_ERROR_INVALID_VALUE",), _success="CUDA_SUCCESS", _function=0,
+        _values=(ctypes.c_uint64 * 1)(), _address=0, _streams={}, _stream_type=int, _lock=threading.Lock(),
+    )
+    with pytest.raises(LaunchError) as info:
+        packed_launch(1, 32, [0], 0)
+    assert info.value.code == "LG609" and "cuLaunchKernel failed: 'CUDA_ERROR_INVALID_VALUE'" in str(info.value)
+
+    import cupy
+
+    class Refused(cupy.cuda.driver.CUDADriverError):  # built without the driver (its own __init__ asks it)
+        def __init__(self) -> None:
+            RuntimeError.__init__(self, "CUDA_ERROR_INVALID_VALUE: invalid argument")
+
+    def refuse(*args: Any, **kwargs: Any) -> None:
+        raise Refused()
+
+    stream = type("Stream", (), {"__module__": "cupy.cuda.stream"})()
+    with pytest.raises(LaunchError) as info:
+        CupyLaunch(refuse)(1, 32, [0], stream)
+    assert info.value.code == "LG609" and "CUDA_ERROR_INVALID_VALUE" in str(info.value)
 
 
 # LG603: one B, one K -----------------------------------------------------------------------------
@@ -236,7 +317,7 @@ def test_b_bound_inconsistently_across_arguments() -> None:
     gates = Dev((5, K, 40))
     text = refused("LG603", FWD, fwd_args(gates=gates), "gates")
     assert "axis 0 is `B` = 5, but `B` = 4 from an earlier argument" in text
-    assert "shape [5, 8, 40], strides (320, 40, 1) (elements), float32" in text
+    assert "shape [5, 8, 40], strides (320, 40, 1) (elements), f32" in text
     assert "hint: every `B` of one launch must agree" in text
 
 
@@ -265,7 +346,7 @@ def test_symbols_across_layouts_of_different_rank() -> None:
 def test_transposed_is_refused() -> None:
     w = Dev((40, 40), strides=(4, 160))
     text = refused("LG604", FWD, fwd_args(W=w), "W")
-    assert "needs packed strides (40, 1) (elements), got shape [40, 40], strides (1, 40) (elements), float32" in text
+    assert "needs packed strides (40, 1) (elements), got shape [40, 40], strides (1, 40) (elements), f32" in text
     assert "hint: pass a contiguous array" in text
 
 
@@ -274,12 +355,12 @@ def test_sliced_columns_of_a_window_passed_as_features_are_refused() -> None:
     view = Dev((B, K, 40), strides=packed((B, K, 56)))
     text = refused("LG604", FWD, fwd_args(gates=view), "gates")
     assert "needs packed strides (320, 40, 1)" in text
-    assert "shape [4, 8, 40], strides (448, 56, 1) (elements), float32" in text
+    assert "shape [4, 8, 40], strides (448, 56, 1) (elements), f32" in text
 
 
 @pytest.mark.parametrize(("param", "shape", "strides"), [
     ("W", (40, 40), (0, 4)),  # broadcast rows
-    ("gates", (B, K, 40), (0, 160, 4)),  # broadcast over B
+    ("x", (B, K, 56), (0, 56 * 4, 4)),  # an input broadcast over B (an output is LG610, below)
     ("b", (40,), (0,)),  # a broadcast scalar
     ("b", (40,), (8,)),  # every other element
     ("x", (B, K, 56), (K * 56 * 4, 56 * 4, -4)),  # reversed columns
@@ -288,6 +369,19 @@ def test_sliced_columns_of_a_window_passed_as_features_are_refused() -> None:
 def test_other_non_packed_strides_are_refused(param: str, shape: tuple[int, ...], strides: tuple[int, ...]) -> None:
     a = Dev(shape, strides=strides)
     text = refused("LG604", FWD, fwd_args(**{param: a}), param)
+    assert a.described() in text
+
+
+@pytest.mark.parametrize(("param", "strides", "axis", "stride"), [
+    ("gates", (0, 160, 4), 0, 0),  # broadcast over B
+    ("y", (K * 40 * 4, 0, 4), 1, 0),  # broadcast over K
+    ("y", (K * 20 * 4, 20 * 4, 4), 1, 20),  # rows overlapping by half
+])
+def test_an_output_with_a_zero_or_overlapping_stride_is_lg610(param: str, strides: tuple[int, ...], axis: int,
+                                                              stride: int) -> None:
+    a = Dev((B, K, 40), strides=strides)
+    text = refused("LG610", FWD, fwd_args(**{param: a}), param)
+    assert f"axis {axis} of the array has stride {stride}, so several of its elements are one memory location" in text
     assert a.described() in text
 
 
@@ -350,7 +444,7 @@ def test_read_only_inout_is_refused() -> None:
 
 def test_host_numpy_array_is_refused() -> None:
     text = refused("LG608", FWD, fwd_args(x=np.zeros((B, K, 56), np.float32)), "x")
-    assert "a host array (numpy.ndarray, shape [4, 8, 56], float32) is not on a CUDA device" in text
+    assert "a host array (numpy.ndarray, shape [4, 8, 56], f32) is not on a CUDA device" in text
     assert "hint: pass a device array" in text
 
 
@@ -452,7 +546,7 @@ def test_wrap_checks_and_types() -> None:
     with pytest.raises(LaunchError) as info:
         vsn.Window.wrap(Dev((B, K, 40)))
     assert info.value.code == "LG601"
-    assert "`Window.wrap.data` (Window, layout Window [B, K, 56] float32)" in str(info.value)
+    assert "`Window.wrap.data` (Window, layout Window [B, K, 56] f32)" in str(info.value)
     assert "shape [4, 8, 40]" in str(info.value)
     with pytest.raises(LaunchError) as info:
         vsn.Features.wrap(Dev((B, K, 40), strides=packed((B, K, 56))))

@@ -117,6 +117,82 @@ def test_not_index_arithmetic(tmp_path: Path, line: str) -> None:
     assert lint_template(k.bind(x=Window.snap), template) == []
 
 
+# -- LG403: the raw `lg_` names behind the views ------------------------------------------
+
+
+def test_raw_lg_names_in_a_template_are_reported(tmp_path: Path) -> None:
+    template = tmp_path / "raw.cu.j2"
+    template.write_text(
+        "    // lg_x in a comment is fine\n"
+        "    const float v = lg_x[row];\n"
+        "    dst.at(row, 0) = v * lg_B + lg_made_up;\n"
+    )
+    k = Kernel("raw", str(template), [In("x", [B, K, F]), Out("dst", [B, K, C])])
+    diags = lint_template(k.bind(x=Window.snap, dst=Window.context), template)
+    assert [(d.code, d.site.line if d.site else 0) for d in diags] == [("LG403", 2), ("LG403", 3), ("LG403", 3)]
+    assert diags[0].message == (
+        "`lg_x` in the body of kernel `raw` is the raw pointer behind view `x` (Window.snap); index through `x` "
+        "(`x.at(r, c)`, `x.row(r)`)"
+    )
+    assert diags[1].message == "`lg_B` in the body of kernel `raw` is the launch value of `B`; use `B`"
+    assert diags[2].message == "`lg_made_up` in the body of kernel `raw` is a name reserved for generated code"
+    assert diags[0].hint and "generated prologue" in diags[0].hint
+
+
+# -- the rendered body: what `{{ }}` expressions produce -----------------------------------
+
+
+def rendered_lint(tmp_path: Path, body: str) -> list[tuple[str, int, str]]:
+    """Lint of ``body`` as `layoutgen check` runs it (source, then rendered): (code, line, message)."""
+    from layoutgen.config import Config
+    from layoutgen.project import process_spec
+
+    (tmp_path / "t.cu.j2").write_text(body)
+    (tmp_path / "spec.py").write_text(
+        "from layoutgen import Field, Layout, dims, f32\n"
+        "from layoutgen.kernels import In, Kernel, Out\n"
+        "from layoutgen.spec import Spec\n"
+        "B, K, F, C = dims('B K F C')\n"
+        "W = Layout('Window', [B, K], f32, [Field('snap', 40), Field('context', 16)])\n"
+        "k = Kernel('sneaky', 't.cu.j2', [In('x', [B, K, F]), Out('dst', [B, K, C])])\n"
+        "spec = Spec('lint', kernels=[k.bind(x=W.snap, dst=W.context)])\n"
+    )
+    result = process_spec(Config(tmp_path, specs=("spec.py",)), tmp_path / "spec.py")
+    assert not result.files or result.ok
+    return [(d.code, d.site.line if d.site else 0, d.message) for d in result.diagnostics
+            if d.site and d.site.path == str(tmp_path / "t.cu.j2")]
+
+
+@pytest.mark.parametrize(("line", "value"), [
+    ("    dst.at(row, 0) = x.row(0)[row * {{ 56 }}];", 56),
+    ("    dst.at(row, 0) = x.row(0)[row * {{ params.x.view.row_stride }}];", 56),
+    ("    dst.at(row, 0) = x.row(0)[row * {{ 7 * 8 }} + {{ F }}];", 56),
+    ("    dst.at(row, 0) = x.row(0)[{{ params.dst.view.offset }} + row];", 40),
+])
+def test_strides_computed_by_jinja_are_reported_at_the_templates_line(tmp_path: Path, line: str,
+                                                                     value: int) -> None:
+    template = tmp_path / "t.cu.j2"
+    template.write_text("    // two lines before\n    float unused = 0.0f;\n" + line + "\n")
+    k = Kernel("sneaky", str(template), [In("x", [B, K, F]), Out("dst", [B, K, C])])
+    assert lint_template(k.bind(x=Window.snap, dst=Window.context), template) == []  # the text hides it
+    found = rendered_lint(tmp_path, "    // two lines before\n    float unused = 0.0f;\n" + line + "\n")
+    assert found and all(code == "LG401" and n == 3 for code, n, _ in found), found
+    assert found[0][2].startswith(f"literal {value} in index arithmetic of kernel `sneaky` equals ")
+
+
+def test_raw_names_produced_by_jinja_are_reported(tmp_path: Path) -> None:
+    found = rendered_lint(tmp_path, "    {% set p = 'lg_' ~ 'x' %}\n    dst.at(row, 0) = {{ p }}[row];\n")
+    assert [(code, n) for code, n, _ in found] == [("LG403", 2)]
+    assert "`lg_x` in the body of kernel `sneaky` is the raw pointer behind view `x`" in found[0][2]
+
+
+def test_a_clean_rendered_body_passes_and_a_source_hit_is_reported_once(tmp_path: Path) -> None:
+    assert rendered_lint(tmp_path, "{% for i in range(2) %}\n    dst.at(row, {{ i }}) = x.at(row, {{ i }});\n"
+                                   "{% endfor %}\n") == []
+    found = rendered_lint(tmp_path, "    dst.at(row, 0) = x.row(0)[row * 56];\n")
+    assert [(code, n) for code, n, _ in found] == [("LG401", 1)]
+
+
 def test_a_missing_template_is_left_to_the_renderer(tmp_path: Path) -> None:
     k = Kernel("gone", str(tmp_path / "gone.cu.j2"), [In("x", [B, K, F])])
     assert lint_template(k.bind(x=Window.snap), tmp_path / "gone.cu.j2") == []

@@ -144,7 +144,7 @@ def test_report_parses_spills_and_skips_device_functions() -> None:
     assert res.spill_stores > 0 and res.spill_loads > 0 and res.stack_frame > 0
     (diag,) = result.report(Site("examples/spill.cu.j2", 3))
     assert diag.code == "LG505"
-    assert str(diag).startswith("examples/spill.cu.j2:3: warning[LG505]: `spill`: 24 registers, ")
+    assert str(diag).startswith("examples/spill.cu.j2:3: note[LG505]: `spill`: 24 registers, ")
     assert diag.hint is not None and "spills registers" in diag.hint
 
 
@@ -319,12 +319,14 @@ def test_key_changes_with_every_input() -> None:
         CompileRequest(SCALE, "k.cu", headers=(("a.cuh", "int a;"), ("c.cuh", "")), options=("-lineinfo",)),
         CompileRequest(SCALE, "k.cu", headers=(("a.cuh", "int a;"),), options=()),
         CompileRequest(SCALE, "k.cu", headers=(("a.cuh", "int a;"),), options=("-lineinfo",), arch="sm_80"),
-        CompileRequest(SCALE, "k.cu", headers=(("a.cuh", "int a;"),), options=("-lineinfo",), report=True),
     ]
     keys = {base.key()} | {v.key() for v in variants}
     assert len(keys) == 1 + len(variants)
     same = CompileRequest(SCALE, "k.cu", headers=(("a.cuh", "int a;"),), options=("-lineinfo",))
     assert same.key() == base.key() and len(base.key()) == 64
+    # `report` decides what the result carries, not the cubin: it is no part of the key.
+    reported = CompileRequest(SCALE, "k.cu", headers=(("a.cuh", "int a;"),), options=("-lineinfo",), report=True)
+    assert reported.key() == base.key() and reported.nvrtc_options() == base.nvrtc_options()
 
 
 def test_key_covers_versions_and_include_folders(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
@@ -349,7 +351,8 @@ def test_include_override_is_used_as_given(monkeypatch: pytest.MonkeyPatch, tmp_
     a, b = tmp_path / "a", tmp_path / "b"
     monkeypatch.setenv(paths.CUDA_INCLUDE_ENV, os.pathsep.join([str(a), "", str(b), str(a)]))
     assert paths.cuda_include_dirs() == (a, b)
-    assert CompileRequest(SCALE, "k.cu").nvrtc_options() == ("-arch=sm_90", "--std=c++17", f"-I{a}", f"-I{b}")
+    assert CompileRequest(SCALE, "k.cu").nvrtc_options() == (
+        "-arch=sm_90", "--std=c++17", f"-I{a}", f"-I{b}", "--ptxas-options=-v")
 
 
 def test_include_search_order(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

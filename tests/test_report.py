@@ -16,7 +16,7 @@ from layoutgen.report import (
     render,
     summary_line,
 )
-from layoutgen.schema.diagnostics import Diagnostic, Site
+from layoutgen.schema.diagnostics import Diagnostic, Severity, Site
 
 MESSAGE = (
     "variable_selection_fwd.x needs contiguous rows (stride 40) but is bound to Window.snap,"
@@ -27,7 +27,7 @@ HINT = "drop contiguous=True to read the strided view, or copy the field out fir
 
 @pytest.fixture
 def diags(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> list[Diagnostic]:
-    """An error with site and hint, a warning with neither, an error with a site only."""
+    """An error with site and hint, a note with neither, an error with a site only."""
     monkeypatch.chdir(tmp_path)
     return [
         Diagnostic("LG201", MESSAGE, Site(str(tmp_path / "examples/vsn/spec.py"), 42), HINT),
@@ -40,7 +40,7 @@ def test_text(diags: list[Diagnostic]) -> None:
     assert format_text(diags) == (
         f"examples/vsn/spec.py:42: error[LG201]: {MESSAGE}\n"
         f"  hint: {HINT}\n"
-        "warning[LG505]: kernel `vsn_fwd`: 40 registers, 0 spills\n"
+        "note[LG505]: kernel `vsn_fwd`: 40 registers, 0 spills\n"
         "g/x.cu:1: error[LG503]: layoutgen did not generate `g/x.cu`\n"
     )
 
@@ -53,7 +53,7 @@ def test_text_color(diags: list[Diagnostic]) -> None:
     assert format_text(diags[:2], color=True) == (
         f"examples/vsn/spec.py:42: \x1b[31merror\x1b[0m[\x1b[1mLG201\x1b[0m]: {MESSAGE}\n"
         f"  hint: {HINT}\n"
-        "\x1b[33mwarning\x1b[0m[\x1b[1mLG505\x1b[0m]: kernel `vsn_fwd`: 40 registers, 0 spills\n"
+        "\x1b[36mnote\x1b[0m[\x1b[1mLG505\x1b[0m]: kernel `vsn_fwd`: 40 registers, 0 spills\n"
     )
     assert "\x1b" not in format_text(diags)
 
@@ -87,12 +87,12 @@ def test_json(diags: list[Diagnostic]) -> None:
         '      "message": "kernel `vsn_fwd`: 40 registers, 0 spills",\n'
         '      "name": "compile-report",\n'
         '      "path": null,\n'
-        '      "severity": "warning"\n'
+        '      "severity": "note"\n'
         "    }\n"
         "  ],\n"
         '  "summary": {\n'
         '    "errors": 1,\n'
-        '    "warnings": 1\n'
+        '    "warnings": 0\n'
         "  },\n"
         '  "version": 1\n'
         "}\n"
@@ -112,9 +112,23 @@ def test_github(diags: list[Diagnostic]) -> None:
     assert format_github(diags) == (
         "::error file=examples/vsn/spec.py,line=42,title=LG201 not-contiguous::"
         f"{MESSAGE}%0Ahint: {HINT}\n"
-        "::warning title=LG505 compile-report::kernel `vsn_fwd`: 40 registers, 0 spills\n"
+        "::notice title=LG505 compile-report::kernel `vsn_fwd`: 40 registers, 0 spills\n"
         "::error file=g/x.cu,line=1,title=LG503 foreign-file::layoutgen did not generate `g/x.cu`\n"
     )
+
+
+def test_notes_are_shown_but_not_counted() -> None:
+    """LG505 is information: a note (GitHub's `::notice`), never a warning or an error in the summary."""
+    note = Diagnostic("LG505", "scale: 32 registers")
+    warning = Diagnostic("LG303", "nothing reads `y`")
+    assert note.severity is Severity.NOTE and str(note) == "note[LG505]: scale: 32 registers"
+    assert counts([note, warning, note]) == (0, 1)
+    assert summary_line(*counts([note]), 1) == "All checks passed: 1 spec, no errors."
+    assert format_github([note, warning]) == (
+        "::notice title=LG505 compile-report::scale: 32 registers\n"
+        "::warning title=LG303 unread-output::nothing reads `y`\n"
+    )
+    assert json.loads(format_json([note]))["summary"] == {"errors": 0, "warnings": 0}
 
 
 def test_github_escaping(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -159,8 +173,8 @@ def test_summary_line_rejects_negative_counts() -> None:
 
 
 def test_counts(diags: list[Diagnostic]) -> None:
-    assert counts(diags) == (2, 1)
-    assert counts(iter(diags)) == (2, 1)
+    assert counts(diags) == (2, 0)  # the LG505 note is not a warning
+    assert counts(iter(diags)) == (2, 0)
 
 
 def test_render_dispatches(diags: list[Diagnostic]) -> None:

@@ -508,3 +508,123 @@ def test_invalid_layouts_raise_layout_error_with_a_site(kind: str, data: st.Data
     assert err.site is not None, f"{made}: {err}"
     assert err.site.path == __file__  # every declaration of these layouts is made in this file
     assert str(err).startswith(f"{err.site}: error[{err.code}]: ")
+
+
+# -- sub-array fields and named ranges against numpy -----------------------------------
+#
+# A row of flat and sub-array fields (static shapes), on leading dims of which
+# one may be a named axis split into ranges: every view (each field, each
+# range, each range of each field) must address exactly the elements numpy's
+# strided view of the same field does, at the offset and strides the view
+# reports (those the generated accessors use).
+
+
+@st.composite
+def shaped_layouts(draw: st.DrawFn) -> tuple[Layout, dict[str, int]]:
+    from layoutgen import Axis
+
+    names = iter(draw(st.lists(NAMES, min_size=10, max_size=10, unique=True)))
+    entries: list[Any] = []
+    for _ in range(draw(st.integers(1, 4))):
+        kind = draw(st.sampled_from(["flat", "shaped", "pad"]))
+        if kind == "flat":
+            entries.append(Field(next(names), draw(st.integers(1, 5))))
+        elif kind == "shaped":
+            entries.append(Field(next(names), shape=draw(st.lists(st.integers(1, 4), min_size=1, max_size=3))))
+        else:
+            entries.append(Pad(draw(st.integers(1, 3))))
+    if all(isinstance(e, Pad) for e in entries):
+        entries.append(Field(next(names), shape=[2, 3]))
+    leading: list[Any] = []
+    bound: dict[str, int] = {}
+    for symbol in draw(st.lists(st.sampled_from(["B", "K", 1, 2, 3]), min_size=0, max_size=3)):
+        if isinstance(symbol, str):
+            bound.setdefault(symbol, draw(st.integers(1, 3)))
+        leading.append(Dim(symbol) if isinstance(symbol, str) else symbol)
+    if draw(st.booleans()):  # a named axis, after which only static dims follow
+        ranges = [Field(next(names), draw(st.integers(1, 3))) for _ in range(draw(st.integers(1, 3)))]
+        at = draw(st.integers(0, len(leading)))
+        tail = [d if not isinstance(d, Dim) else draw(st.integers(1, 3)) for d in leading[at:]]
+        leading = [*leading[:at], Axis(ranges), *tail]
+        bound = {s: n for s, n in bound.items() if any(isinstance(d, Dim) and d.name == s for d in leading)}
+    return Layout("Shaped", leading, "f32", entries), bound
+
+
+def _evaluate(size: Any, bound: dict[str, int]) -> int:
+    return int(size.evaluate(bound))
+
+
+def _all_views(layout: Layout) -> list[View]:
+    views = layout.fields()
+    if layout.axis_ranges is not None:
+        views += [v[r.name] for v in layout.view.fields() if v.axis_range is None for r in layout.axis_ranges.children
+                  if r.kind != "pad"]
+    return views
+
+
+@SETTINGS
+@given(drawn=shaped_layouts(), data=st.data())
+def test_sub_array_and_range_views_address_what_numpy_addresses(drawn: tuple[Layout, dict[str, int]],
+                                                                 data: st.DataObject) -> None:
+    layout, bound = drawn
+    shape = tuple(d.size if d.size is not None else bound[str(d.name)] for d in layout.dims) + (layout.width,)
+    array = np.arange(math.prod(shape), dtype=np.float32).reshape(shape)
+    for view in _all_views(layout):
+        got = view.of(array)
+        assert np.shares_memory(got, array) or got.size == 0
+        want_shape = tuple(d.size if d.size is not None else bound[str(d.name)] for d in view.shape)
+        assert got.shape == want_shape, view.name
+        strides = tuple(_evaluate(s, bound) for s in view.strides)
+        assert tuple(s // 4 for s in got.strides) == tuple(
+            st_ if n > 1 else got.strides[i] // 4 for i, (st_, n) in enumerate(zip(strides, got.shape))
+        ), view.name
+        offset = _evaluate(view.base_offset, bound)
+        assert (got.ctypes.data - array.ctypes.data) // 4 == offset, view.name
+        index = tuple(data.draw(st.integers(0, n - 1)) for n in got.shape)
+        flat = offset + sum(i * s for i, s in zip(index, strides))
+        assert got[index] == flat, view.name  # the element numbered by the view's own arithmetic
+        box = view.box
+        assert len(box) == len(layout.shape)
+        mask = np.zeros(shape, dtype=bool)
+        mask[tuple(slice(None) if b is None else slice(*b) for b in box)] = True
+        covered = np.zeros(math.prod(shape), dtype=bool)
+        covered[got.ravel().astype(np.int64)] = True
+        assert np.array_equal(mask.ravel(), covered), f"{view.name}: box {box}"
+
+
+@SETTINGS
+@given(counts=st.lists(st.integers(1, 6), min_size=1, max_size=4), d=st.integers(1, 9), b=st.integers(1, 3))
+def test_symbolic_sub_array_fields_against_numpy(counts: list[int], d: int, b: int) -> None:
+    names = [f"f{i}" for i in range(len(counts))]
+    layout = Layout("Sym", [B], "f32", [Field(n, shape=[c, "D"]) for n, c in zip(names, counts)])
+    assert str(layout.shape[-1]) == (f"D*{sum(counts)}" if sum(counts) != 1 else "D")
+    array = np.arange(b * sum(counts) * d, dtype=np.float32).reshape(b, sum(counts) * d)
+    bound = {"B": b, "D": d}
+    start = 0
+    for name, c in zip(names, counts):
+        view = layout[name]
+        got = view.of(array)
+        assert got.shape == (b, c, d)
+        assert np.array_equal(got, array[:, start * d : (start + c) * d].reshape(b, c, d))
+        assert _evaluate(view.base_offset, bound) == start * d
+        assert [_evaluate(s, bound) for s in view.strides] == [sum(counts) * d, d, 1]
+        assert view.box == (None, (start, start + c))
+        start += c
+
+
+@settings(deadline=None, max_examples=100)
+@given(st.data())
+def test_inexpressible_symbolic_rows_raise_layout_error_with_a_site(data: st.DataObject) -> None:
+    good = Field("q", shape=[data.draw(st.integers(1, 4)), "D"])
+    bad = data.draw(st.sampled_from([
+        lambda: Field("x", data.draw(st.integers(1, 4))),
+        lambda: Pad(data.draw(st.integers(1, 4))),
+        lambda: Field("x", shape=[2, "H"]),
+        lambda: Field("x", shape=["H", "D"]),
+        lambda: Field("x", shape=[3, "D"], cols=(0, 3)),
+    ]))()
+    entries = data.draw(st.permutations([good, bad]))
+    with pytest.raises(LayoutError) as info:
+        Layout("Sym", [B], "f32", entries)
+    assert info.value.code == "LG112" and info.value.site is not None
+    assert info.value.site.path == __file__

@@ -78,6 +78,36 @@ def run_on_gpu() -> None:
     print(f"[B, K] = [{b}, {k}] on {name}; relative error against float64 NumPy:")
     for kernel, err in rows:
         print(f"  {kernel:<32} {err:.2e}")
+    run_program(vsn, ref, rng, b, k)
+
+
+def run_program(vsn, ref, rng, b: int, k: int) -> None:  # type: ignore[no-untyped-def]
+    """The training step as a program: once launch by launch, once replayed from a CUDA graph."""
+    import cupy
+    import numpy as np
+
+    lr = 0.05
+    inputs = {"raw": rng.normal(1.0, 2.0, (b, k, 40)), "ctx": rng.normal(size=(b, 16)) * 20,
+              "stats": np.stack([rng.normal(size=40), rng.uniform(0.2, 1.0, 40)], axis=1),
+              "target": rng.normal(size=(b, k, 40)), "W": rng.normal(size=(40, 40)) * 0.3, "b": rng.normal(size=40)}
+    want = ref.vsn_step(inputs["raw"], inputs["stats"], inputs["ctx"], inputs["target"], inputs["W"], inputs["b"], lr)
+
+    def buffers():  # type: ignore[no-untyped-def]
+        dev = {name: cupy.asarray(np.asarray(a, np.float32)) for name, a in inputs.items()}
+        dev["lr"] = cupy.asarray(np.array([lr], np.float32))
+        for name in want:
+            if name not in dev:
+                dev[name] = cupy.full(want[name].shape, cupy.nan, cupy.float32)
+        return dev
+
+    plain, replayed = buffers(), buffers()
+    vsn.vsn_step(**plain)
+    vsn.capture_vsn_step(**replayed).replay()
+    cupy.cuda.get_current_stream().synchronize()
+    print(f"program vsn_step ({len(want)} buffers written, 7 launches); relative error against float64 NumPy:")
+    for name in want:
+        print(f"  {name:<10} plain {ref.relative_error(plain[name].get(), want[name]):.2e}   "
+              f"graph replay {ref.relative_error(replayed[name].get(), want[name]):.2e}")
 
 
 def main() -> int:

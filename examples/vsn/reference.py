@@ -47,6 +47,22 @@ def vsn_backward(x: Arr, w: Arr, gates: Arr, grad_y: Arr) -> tuple[Arr, Arr, Arr
     return grad_x, dz_rows.T @ rows, dz_rows.sum(axis=0)
 
 
+def mse_grad(y: Arr, target: Arr) -> Arr:
+    """Gradient of the per-row mean over features of (y - target)^2."""
+    return 2.0 * (y.astype(np.float64) - target.astype(np.float64)) / y.shape[-1]
+
+
+def vsn_step(raw: Arr, stats: Arr, ctx: Arr, target: Arr, w: Arr, b: Arr, lr: float) -> dict[str, Arr]:
+    """Every buffer the `vsn_step` program writes, for one step from these inputs."""
+    k = raw.shape[1]
+    window = np.concatenate([snap_feature_assemble(raw, stats), context_broadcast(ctx, k)], axis=-1)
+    gates, y = vsn_forward(window[..., SNAP], w, b)
+    grad_y = mse_grad(y, target)
+    grad_x, grad_w, grad_b = vsn_backward(window[..., SNAP], w, gates, grad_y)
+    return {"window": window, "gates": gates, "y": y, "grad_y": grad_y, "grad_x": grad_x, "grad_W": grad_w,
+            "grad_b": grad_b, "W": w.astype(np.float64) - lr * grad_w, "b": b.astype(np.float64) - lr * grad_b}
+
+
 def relative_error(got: Any, want: Arr) -> float:
     """‖got − want‖ / ‖want‖ in float64; NaN anywhere gives inf."""
     got64 = np.asarray(got, dtype=np.float64)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from ..kernels import Binding, Param
 from ..schema import View
 from ..schema.diagnostics import Diagnostic
-from ..schema.dims import shape_text
+from ..schema.dims import shape_text, strides_text
 from ..spec import Spec
 from ..unify import Conflict, unify
 from .dataflow import check_program
@@ -14,8 +14,17 @@ from .dataflow import check_program
 def describe_view(view: View) -> str:
     """```Window.snap`` (`Window` [B, K, 56], columns 0..40)``."""
     layout = view.layout
-    where = "all columns" if view.is_whole else f"columns {view.cols}"
+    where = "all columns" if view.region.kind == "record" else f"columns {view.cols}"
+    if view.axis_range is not None:
+        where = f"rows {view.axis_range.cols} of axis {layout.named_axis}, {where}"
     return f"`{view.name}` (`{layout.name}` {shape_text(layout.shape)} {layout.dtype}, {where})"
+
+
+def _where(view: View) -> str:
+    """``QKV` [B, S, D*48], rows 0..32 of axis 2, columns D*32..D*40``."""
+    layout = view.layout
+    rows = f", rows {view.axis_range.cols} of axis {layout.named_axis}" if view.axis_range is not None else ""
+    return f"`{layout.name}` {shape_text(layout.shape)}{rows}, columns {view.cols}"
 
 
 def _conflict(binding: Binding, c: Conflict) -> Diagnostic:
@@ -47,11 +56,22 @@ def _param_checks(binding: Binding, param: Param, view: View) -> list[Diagnostic
             "LG203", f"{who} is written for {param.dtype} but is bound to {describe_view(view)}",
             binding.site, hint=f"bind a {param.dtype} view, or declare `{param.name}` with dtype={view.dtype.name}",
         ))
-    if param.contiguous and not view.contiguous:
+    padded = view.padded_axis() if param.contiguous and not view.contiguous else None
+    if padded is not None and (view.region.shape or view.axis_range is not None):
         out.append(Diagnostic(
             "LG201",
-            f"{who} needs contiguous rows (stride {view.width}) but is bound to `{view.name}`, row stride "
-            f"{view.row_stride} (`{view.layout.name}` {shape_text(view.layout.shape)}, `{view.path}` = columns "
+            f"{who} needs packed elements {shape_text(param.shape)} but is bound to `{view.name}` "
+            f"{shape_text(view.shape)}, whose axis {padded} has stride {view.strides[padded]}, not "
+            f"{view.packed_strides[padded]} (strides {strides_text(view.strides)}; {_where(view)})",
+            binding.site,
+            hint="drop contiguous=True and index through the view's accessors (one index per axis), "
+            "or copy the field out first",
+        ))
+    elif param.contiguous and not view.contiguous:
+        out.append(Diagnostic(
+            "LG201",
+            f"{who} needs contiguous rows (stride {view.column_elements(view.width)}) but is bound to "
+            f"`{view.name}`, row stride {view.column_elements(view.row_stride)} (`{view.layout.name}` {shape_text(view.layout.shape)}, `{view.path}` = columns "
             f"{view.cols})",
             binding.site,
             hint="drop contiguous=True and index through the view's accessors to read the strided rows, "
@@ -88,6 +108,17 @@ def check_binding(binding: Binding) -> list[Diagnostic]:
             binding.site, hint="bind a view with as many axes as the parameter declares",
         ))
     out.extend(_conflict(binding, c) for c in unified.conflicts)
+    grid = binding.kernel.grid
+    grid_view = binding.view(grid.param)
+    if grid.per != "row" and not grid_view.column_unit.is_static:
+        out.append(Diagnostic(
+            "LG210",
+            f"`{binding.name}` starts one thread per {grid.per} of `{grid.param}`, bound to {describe_view(grid_view)}, "
+            f"whose rows hold {grid_view.column_elements(grid_view.width)} elements: the number of threads per "
+            "row is only known at launch",
+            binding.site, hint=f"use Grid.rows(\"{grid.param}\") and loop over the row, or follow a parameter "
+            "whose rows are static",
+        ))
     for param, view in binding.pairs:
         out.extend(_param_checks(binding, param, view))
     return out

@@ -109,7 +109,8 @@ def _layout_mismatches(program: Program) -> list[Diagnostic]:
             bound = launch.binding.view(arg.param)
             if arg.buffer.layout is not bound.layout:
                 out.append(Diagnostic(
-                    "LG304", f"{_who(launch, arg.param)} is bound to {bound.name} (layout {bound.layout.name}) but "
+                    "LG304", f"{_who(launch, arg.param)} is bound to {bound.name}"
+                    + ("" if bound.is_whole else f" (layout {bound.layout.name})") + " but "
                     f"program `{program.name}` gives it buffer `{arg.buffer.name}` of layout "
                     f"{arg.buffer.layout.name}", launch.site,
                     hint=f"give it a buffer of layout {bound.layout.name}, or launch the kernel itself so that it "

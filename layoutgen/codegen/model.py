@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from ..kernels import Binding
 from ..schema import View
-from ..schema.dims import Size, shape_text, strides_text
+from ..schema.dims import Dim, Size, shape_text, strides_text
 from ..unify import unify
 
 #: Element counts at or past this need 64-bit index arithmetic.
@@ -38,6 +38,45 @@ class ViewModel:
     indices: tuple[str, ...]  # accessor argument names, one per leading dim
     row_index_expr: str  # C++ flattening ``indices`` into a row number
     strides: str  # (56*K, 56, 1)
+    policies: str = ""  # extra lg::Field arguments: how the geometry scales, which rows the view has
+    scale_init: str = ""  # the lg::Scaled initializer after the base pointer: ", {lg_D}"
+    column_params: str = "int c"  # the accessor's parameters after the row indices
+    column_expr: str = "c"  # C++ for the column in the row, from ``column_params``
+
+
+def _horner(names: list[str], dims: list[str]) -> str:
+    """``((i0 * d1 + i1) * d2 + i2)``: indices flattened row-major; ``dims[n]`` is the extent of ``names[n]``."""
+    expr = names[0] if names else "0"
+    for n, (name, dim) in enumerate(zip(names[1:], dims[1:])):
+        expr = f"{f'({expr})' if n else expr} * {dim} + {name}"
+    return expr
+
+
+def _policies(view: View) -> tuple[str, str]:
+    """(extra lg::Field template arguments, the scale's initializer) of a view; empty for plain fields."""
+    layout = view.layout
+    scaled = not layout.column_unit.is_static
+    if not scaled and view.axis_range is None:
+        return "", ""
+    policies = ", lg::Scaled" if scaled else ", lg::Unscaled"
+    if view.axis_range is not None and layout.named_axis is not None:
+        inner = Size.product(layout.dims[layout.named_axis + 1 :]).coef  # static: checked at declaration
+        size = layout.dims[layout.named_axis].size
+        policies += f", lg::AxisRows<{view.axis_range.start}, {view.axis_range.width}, {size}, {inner}>"
+    unit = layout.column_unit.c_expr({s: f"lg_{s}" for s in layout.column_unit.symbols})
+    return policies, (f", {{{unit}}}" if scaled else "")
+
+
+def _columns(view: View) -> tuple[str, str]:
+    """(the accessor's column parameters, C++ for the column): ``int j0, int c`` and ``j0 * D + c``."""
+    inner = view.region.shape
+    if not inner:
+        return "int c", "c"
+    names = [f"j{n}" for n in range(len(inner) - 1)] + ["c"]
+    expr = _horner(names, [str(d) for d in inner])
+    if not view.layout.column_unit.is_static:
+        expr = f"static_cast<int>({expr})"
+    return ", ".join(f"int {n}" for n in names), expr
 
 
 @dataclass(frozen=True)
@@ -81,15 +120,15 @@ def struct_name(view: View) -> str:
 
 def view_model(view: View, site: str) -> ViewModel:
     layout = view.layout
-    total = Size.product(layout.shape)
+    total = Size.product([*layout.dims, *(Dim(s) for s in layout.column_unit.symbols)], layout.width)
     index_type = _index_type(total)
-    leading = layout.dims
+    leading = view.leading
     names = [f"i{n}" for n in range(len(leading))]
-    # Horner's rule over the leading dims: ((i0 * d1 + i1) * d2 + i2) ...
-    expr = names[0] if names else "0"
-    for n, (name, dim) in enumerate(zip(names[1:], leading[1:])):
-        expr = f"{f'({expr})' if n else expr} * {dim} + {name}"
-    rows = layout.rows
+    # Horner's rule over the view's leading dims: ((i0 * d1 + i1) * d2 + i2) ...
+    expr = _horner(names, [str(d) for d in leading])
+    rows = view.rows
+    policies, scale_init = _policies(view)
+    column_params, column_expr = _columns(view)
     return ViewModel(
         struct=struct_name(view),
         name=view.name,
@@ -108,6 +147,10 @@ def view_model(view: View, site: str) -> ViewModel:
         indices=tuple(names),
         row_index_expr=expr,
         strides=strides_text(view.strides),
+        policies=policies,
+        scale_init=scale_init,
+        column_params=column_params,
+        column_expr=column_expr,
     )
 
 

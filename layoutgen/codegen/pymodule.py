@@ -18,8 +18,8 @@ class PyLayout:
     site: str
     dims: tuple[str | int, ...]
     width: int
-    numpy: str
     itemsize: int
+    unit: str | None = None  # the symbol one column of the row counts; None: one element
 
 
 @dataclass(frozen=True)
@@ -32,6 +32,8 @@ class PyParam:
     cols: str
     strides: str
     align: int
+    offset: int  # the field's first column
+    field_width: int
 
 
 @dataclass(frozen=True)
@@ -105,7 +107,7 @@ def module_model(spec: Spec, site_text: dict[int, str]) -> dict[str, object]:
         PyLayout(
             name=lay.name, shape=shape_text(lay.shape), dtype=str(lay.dtype),
             site=site_text[id(lay)], dims=tuple(d.size if d.size is not None else str(d.name) for d in lay.dims),
-            width=lay.width, numpy=lay.dtype.numpy_name or lay.dtype.storage, itemsize=lay.dtype.size,
+            width=lay.width, itemsize=lay.dtype.size, unit=str(lay.column_unit) if not lay.column_unit.is_static else None,
         )
         for lay in spec.layouts
     ]
@@ -119,7 +121,7 @@ def module_model(spec: Spec, site_text: dict[int, str]) -> dict[str, object]:
                 name=param.name, access=param.access, layout=lay.name,
                 layout_text=f"{lay.name} {shape_text(lay.shape)} {lay.dtype}",
                 view=view.name, cols=view.cols, strides=strides_text(view.strides),
-                align=max(param.vector or 0, lay.dtype.size),
+                align=max(param.vector or 0, lay.dtype.size), offset=view.offset, field_width=view.width,
             ))
             for s in lay.symbols:
                 symbols.setdefault(s, None)

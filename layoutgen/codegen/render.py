@@ -85,15 +85,39 @@ def _body(k: KernelModel, binding: Binding, root: Path) -> str:
             lines.append(f'#line {source_line} "{k.template}"')
         lines.append(text)
         expected = None if source_line is None else source_line + 1
+    if expected is not None:
+        # The kernel's closing brace follows: keep it on the template's last line, so that a last
+        # statement left open ("expected a ';'") is reported there, not past the template's end.
+        lines.append(f'#line {expected - 1} "{k.template}"')
     return "\n".join(lines)
 
 
-def render_spec(spec: Spec, root: Path, spec_path: str) -> Rendered:
+# Where kernel.cu.j2 wants the `#line` that gives the rest of the file back its own line numbers.
+_RESTORE = "\x01restore-line\x02"
+
+
+def _restore_lines(text: str, name: str, stamp_lines: int) -> str:
+    """``text`` with its restore marker made ``#line N "name"``: N numbers the next line as in the file."""
+    lines = text.split("\n")
+    i = lines.index(_RESTORE)
+    lines[i] = f'#line {i + stamp_lines + 2} "{name}"'  # 1-based, after the stamp lines
+    return "\n".join(lines)
+
+
+def render_spec(
+    spec: Spec, root: Path, spec_path: str, *, debug: bool = False, cache_dir: str | None = None,
+    out: str = "generated",
+) -> Rendered:
     """Every generated file of ``spec``: the views header and one ``.cu`` per binding.
 
     ``spec_path`` is the spec module's path relative to ``root``, named in
     each file's first line. Template problems come back as LG402 diagnostics
-    and no files.
+    and no files. ``debug`` renders the debug build (bounds-checked accessors,
+    launchers that report faults and scan outputs); without it the output does
+    not depend on the feature at all. ``cache_dir`` is the cubin cache the launchers use, as the
+    generated module's folder names it (None: the user cache, see :mod:`layoutgen.runtime.paths`).
+    ``out`` is the output folder relative to ``root``: kernels name themselves by their path under
+    the root in the ``#line`` after their body.
     """
     from ..files import stamp  # late: files is a sibling layer
 
@@ -114,8 +138,10 @@ def render_spec(spec: Spec, root: Path, spec_path: str) -> Rendered:
     base = f"{spec.name}"
     files[f"{base}/{header}"] = env.get_template("lg/views.cuh.j2").render(
         spec=spec.name, views=list(views.values()), needs_fp16="f16" in dtypes, needs_bf16="bf16" in dtypes,
+        debug=debug,
     )
     problems: list[Diagnostic] = []
+    stamp_lines = stamp("", comment="//", source=spec_path, version=__version__).count("\n")
     for binding in spec.kernels:
         template = binding.kernel.template_path
         if not template.is_file():
@@ -131,13 +157,17 @@ def render_spec(spec: Spec, root: Path, spec_path: str) -> Rendered:
         except (jinja2.TemplateError, TypeError, ValueError, ArithmeticError) as exc:
             problems.append(_template_error(exc, template, binding))
             continue
-        files[f"{base}/{binding.name}.cu"] = env.get_template("lg/kernel.cu.j2").render(
-            k=k, spec=spec.name, header=header, body=body,
+        path = f"{base}/{binding.name}.cu"
+        kernel = env.get_template("lg/kernel.cu.j2").render(
+            k=k, spec=spec.name, header=header, body=body, debug=debug, restore=_RESTORE,
         )
+        files[path] = _restore_lines(kernel, f"{out}/{path}", stamp_lines)
     if problems:
         return Rendered({}, tuple(problems))
     sites = {id(lay): site_text(lay.site, root) for lay in spec.layouts}
-    module = env.get_template("lg/module.py.j2").render(source=spec_path, **module_model(spec, sites))
+    module = env.get_template("lg/module.py.j2").render(
+        source=spec_path, debug=debug, cache_dir=cache_dir, **module_model(spec, sites)
+    )
     python = {f"{base}/__init__.py": stamp(module, comment="#", source=spec_path, version=__version__)}
     stamped = {
         path: stamp(text, comment="//", source=spec_path, version=__version__) for path, text in sorted(files.items())

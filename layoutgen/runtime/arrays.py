@@ -15,6 +15,8 @@ from typing import Any
 
 import numpy as np
 
+from ..schema.dtypes import DTYPES
+
 
 class ArrayKindError(TypeError):
     """The object is not a CUDA device array layoutgen can read."""
@@ -38,6 +40,17 @@ _TORCH_DTYPES = {
     "torch.int8": "int8", "torch.uint8": "uint8", "torch.uint16": "uint16", "torch.uint32": "uint32",
     "torch.uint64": "uint64",
 }
+
+
+#: numpy's dtype names -> layoutgen's, so that messages say "f32" as the rest of layoutgen does.
+_LG_NAMES: dict[str, str] = {
+    **{d.numpy_name: d.name for d in DTYPES.values() if d.numpy_name}, "bfloat16": "bf16",
+}
+
+
+def dtype_text(numpy_name: str) -> str:
+    """An array's dtype as layoutgen spells it ("f32"); numpy's name where layoutgen has none."""
+    return _LG_NAMES.get(numpy_name, numpy_name)
 
 
 # numpy dtype (CuPy), torch dtype or typestr -> (numpy name, itemsize). ``dtype.name`` is
@@ -140,7 +153,7 @@ def _reader(kind: type, a: Any) -> Callable[[Any], ArrayInfo]:
         shape, dtype = getattr(a, "shape", "?"), getattr(a, "dtype", "?")
         raise ArrayKindError(
             f"a host array ({module}.{kind.__name__}, shape {list(shape) if isinstance(shape, tuple) else shape}, "
-            f"{dtype}) is not on a CUDA device"
+            f"{dtype_text(str(dtype))}) is not on a CUDA device"
         )
     else:
         raise ArrayKindError(f"{module}.{kind.__name__} is not a CUDA array")

@@ -94,9 +94,9 @@ class CubinCache:
                 result = self._lookup_locked(key)
         if result is None:
             self.misses += 1
-        else:
-            self.hits += 1
-        return result
+            return None
+        self.hits += 1
+        return _as_asked(req, result)
 
     def store(self, req: CompileRequest, result: CompileResult) -> None:
         """Write ``result`` as the entry for ``req``, atomically, under the entry's lock.
@@ -125,11 +125,12 @@ class CubinCache:
                 if result is None:
                     self.misses += 1
                     self.compiles += 1
-                    compiled = compile_cubin(req)
+                    # The entry always keeps the resources, whether or not this request reports them.
+                    compiled = compile_cubin(dataclasses.replace(req, report=True))
                     self._store_locked(key, req, compiled)
-                    return compiled
+                    return _as_asked(req, compiled)
         self.hits += 1
-        return result
+        return _as_asked(req, result)
 
     # -- inside the lock --------------------------------------------------
 
@@ -193,6 +194,11 @@ class CubinCache:
             return "ok", _decode(key, meta_bytes, cubin)
         except (ValueError, TypeError, KeyError):
             return "corrupt", None
+
+
+def _as_asked(req: CompileRequest, result: CompileResult) -> CompileResult:
+    """``result`` with its resources only where ``req`` asks for them (``report``)."""
+    return result if req.report or not result.resources else dataclasses.replace(result, resources=())
 
 
 def _decode(key: str, meta_bytes: bytes, cubin: bytes) -> CompileResult:

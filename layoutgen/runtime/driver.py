@@ -15,7 +15,7 @@ import os
 import threading
 from typing import Any, Protocol
 
-from ..schema.diagnostics import Diagnostic, LayoutgenError
+from ..schema.diagnostics import Diagnostic
 
 #: Set to "cupy" to launch through CuPy even where cuda.bindings is installed.
 LAUNCH_ENV = "LAYOUTGEN_LAUNCH"
@@ -75,7 +75,14 @@ class PackedLaunch:
             self._values[:] = values  # type: ignore[assignment]
             (err,) = self._launch(self._function, blocks, 1, 1, block, 1, 1, 0, cu_stream, self._address, 0)
         if err != self._success:
-            raise LayoutgenError(Diagnostic("LG609", f"cuLaunchKernel failed: {err!r}"))
+            raise _refused(repr(err))
+
+
+def _refused(reason: str) -> Exception:
+    """LG609 as a LaunchError, like every other refused launch."""
+    from .launch import LaunchError  # late: launch imports this module; only on the error path
+
+    return LaunchError(Diagnostic("LG609", f"cuLaunchKernel failed: {reason}"))
 
 
 class CupyLaunch:
@@ -88,6 +95,7 @@ class CupyLaunch:
         self._function = function
         self._cupy = cupy
         self._u64 = np.uint64
+        self._driver_error = cupy.cuda.driver.CUDADriverError
 
     def __call__(self, blocks: int, block: int, values: list[int], stream: Any) -> None:
         cuda = self._cupy.cuda
@@ -95,7 +103,10 @@ class CupyLaunch:
             stream = cuda.get_current_stream()
         elif not type(stream).__module__.startswith("cupy"):
             stream = cuda.ExternalStream(stream_handle(stream))
-        self._function((blocks,), (block,), tuple(map(self._u64, values)), stream=stream)
+        try:
+            self._function((blocks,), (block,), tuple(map(self._u64, values)), stream=stream)
+        except self._driver_error as exc:
+            raise _refused(str(exc)) from exc
 
 
 def make_launch(kernel: Any, n_values: int) -> Launch:

@@ -17,16 +17,32 @@ from typing import Any
 
 from ..schema.dims import shape_text
 from ..schema.diagnostics import Diagnostic, LayoutgenError
-from .arrays import ArrayInfo, ArrayKindError, array_info, packed_strides
+from ..schema.dtypes import DTYPES
+from .arrays import ArrayInfo, ArrayKindError, array_info, dtype_text, packed_strides
+from .cache import CubinCache
 from .driver import Launch, make_launch
 
 
 class LaunchError(LayoutgenError, ValueError):
-    """An argument does not match its layout; nothing was launched (LG6xx)."""
+    """A launch was refused and the kernel did not run (LG6xx).
+
+    LG601..LG608: an argument does not match its layout, found before the
+    launch; LG609: the CUDA driver refused the launch itself.
+    """
 
 
 def _error(code: str, message: str, hint: str | None = None) -> LaunchError:
     return LaunchError(Diagnostic(code, message, None, hint))
+
+
+#: layoutgen dtype -> the dtype names (numpy's, as :func:`.arrays.array_info` reads them) of the arrays
+#: it accepts. bf16: "bfloat16" is torch.bfloat16, ml_dtypes' bfloat16 (CuPy, NumPy) and a ``<V2``
+#: typestr (JAX); "uint16" is bf16 bits held as raw 16-bit words (``<u2``), which is also what
+#: ``Layout.empty`` allocates, CuPy having no bf16 type. Every other 2-byte type (f16, i16) is refused.
+ACCEPTED_DTYPES: dict[str, frozenset[str]] = {
+    **{d.name: frozenset({d.numpy_name or d.storage}) for d in DTYPES.values()},
+    "bf16": frozenset({"bfloat16", "uint16"}),
+}
 
 
 @dataclass(frozen=True)
@@ -36,12 +52,30 @@ class LayoutSpec:
     name: str
     dims: tuple[str | int, ...]
     width: int
-    dtype: str  # numpy name
+    dtype: str  # layoutgen's name: "f32", "bf16"
     itemsize: int
+    unit: str | None = None  # the symbol one column counts (rows of `q: [32, D]` fields: "D"); None: 1
+
+    def __post_init__(self) -> None:
+        if self.dtype not in ACCEPTED_DTYPES:
+            raise ValueError(f"`dtype` must be one of {', '.join(ACCEPTED_DTYPES)}, got {self.dtype!r}")
 
     @property
     def shape_text(self) -> str:
-        return shape_text((*self.dims, self.width))
+        width = self.width if self.unit is None else f"{self.unit}*{self.width}" if self.width > 1 else self.unit
+        return shape_text((*self.dims, width))
+
+    def bind_width(self, last: int, bound: dict[str, int]) -> int:
+        """The row width in elements; binds ``unit`` from the last axis (``last``) unless bound already."""
+        if self.unit is None:
+            return self.width
+        return self.width * bound.setdefault(self.unit, max(last // self.width, 1))
+
+    @property
+    def numpy(self) -> str:
+        """The numpy dtype new arrays of this layout are allocated with (bf16: "uint16" words)."""
+        d = DTYPES[self.dtype]
+        return d.numpy_name or d.storage
 
     def strides(self, shape: tuple[int, ...]) -> tuple[int, ...]:
         """The packed element strides of an array of this layout with ``shape``."""
@@ -57,6 +91,7 @@ class ParamSpec:
     layout: LayoutSpec
     view: str  # "Window.snap"
     align: int  # bytes the base pointer must be aligned to
+    cols: tuple[int, int] | None = None  # the field's columns; debug builds scan written ones for NaN/Inf
 
     @property
     def writes(self) -> bool:
@@ -74,16 +109,27 @@ class KernelSpec:
     grid_param: int  # index of the parameter the grid follows
     per_row: int  # threads per row of the grid's parameter (1, its width, or its vectors)
     block: int
+    debug: bool = False  # the debug build: check for an out-of-field access and scan outputs after each launch
 
 
 def _describe(info: ArrayInfo) -> str:
     shape = "[" + ", ".join(map(str, info.shape)) + "]"
-    return f"shape {shape}, strides {info.strides} (elements), {info.dtype} on device {info.device}"
+    return f"shape {shape}, strides {info.strides} (elements), {dtype_text(info.dtype)} on device {info.device}"
 
 
 def _who(kernel: str, p: ParamSpec) -> str:
     lay = p.layout
     return f"`{kernel}.{p.name}` ({p.view}, layout {lay.name} {lay.shape_text} {lay.dtype})"
+
+
+def _overlapping_axis(shape: tuple[int, ...], strides: tuple[int, ...]) -> int | None:
+    """An axis whose stride (0, or shorter than the axes inside it span) makes elements share memory."""
+    span = 0  # elements spanned by the axes already seen, innermost first by |stride|
+    for axis in sorted((a for a in range(len(shape)) if shape[a] > 1), key=lambda a: abs(strides[a])):
+        if abs(strides[axis]) <= span or strides[axis] == 0:
+            return axis
+        span += abs(strides[axis]) * (shape[axis] - 1)
+    return None
 
 
 def check_param(kernel: str, p: ParamSpec, info: ArrayInfo, bound: dict[str, int], device: int) -> None:
@@ -94,10 +140,10 @@ def check_param(kernel: str, p: ParamSpec, info: ArrayInfo, bound: dict[str, int
     lay = p.layout
     shape = info.shape
     dims = lay.dims
-    if len(shape) != len(dims) + 1 or shape[-1] != lay.width:
+    if len(shape) != len(dims) + 1 or shape[-1] != lay.bind_width(shape[-1], bound):
         raise _error("LG601", f"{_who(kernel, p)} got an array of {_describe(info)}",
                      hint=f"pass the whole {lay.name} array, shape {lay.shape_text}, not a slice of it")
-    if info.dtype != lay.dtype:
+    if info.dtype not in ACCEPTED_DTYPES[lay.dtype]:
         raise _error("LG602", f"{_who(kernel, p)} needs {lay.dtype} elements, got {_describe(info)}")
     for axis, dim in enumerate(dims):
         size = shape[axis]
@@ -113,6 +159,12 @@ def check_param(kernel: str, p: ParamSpec, info: ArrayInfo, bound: dict[str, int
     for axis in range(len(shape) - 1, -1, -1):  # packed: row-major, size-1 axes may have any stride
         size = shape[axis]
         if size > 1 and strides[axis] != step:
+            overlap = _overlapping_axis(shape, strides) if p.writes else None
+            if overlap is not None:
+                raise _error("LG610", f"{_who(kernel, p)} is written by the kernel but axis {overlap} of the array "
+                             f"has stride {strides[overlap]}, so several of its elements are one memory location; "
+                             f"got {_describe(info)}",
+                             hint="pass an array of its own (e.g. `.copy()`), not a broadcast or overlapping view")
             expected = lay.strides(shape)
             raise _error("LG604", f"{_who(kernel, p)} needs packed strides {expected} (elements), got "
                          f"{_describe(info)}", hint="pass a contiguous array (e.g. `.copy()` / `.contiguous()`); "
@@ -136,7 +188,9 @@ class KernelLauncher:
     spec: KernelSpec
     folder: Path  # the generated module's folder
     header: str  # the views header's file name
+    cache_dir: str | None = None  # the cubin cache, relative to ``folder`` (``~`` expanded); None: the default
     _functions: dict[tuple[int, str], Any] = field(default_factory=dict, repr=False)
+    _modules: dict[tuple[int, str], Any] = field(default_factory=dict, repr=False)  # for the debug build's fault
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     # (parameter index, shape, strides, dtype) that passed check_param -> the symbols that shape binds.
     # Rank, width, static dims, dtype and packing depend on nothing else, so a hit skips those checks;
@@ -176,6 +230,8 @@ class KernelLauncher:
                 if len(passed) >= 256:  # many distinct shapes: start over rather than grow
                     passed.clear()
                 passed[key] = tuple((d, n) for d, n in zip(p.layout.dims, info.shape) if isinstance(d, str))
+                if p.layout.unit is not None:  # the symbol of the row width, bound from the last axis
+                    passed[key] += ((p.layout.unit, info.shape[-1] // p.layout.width),)
             pointers.append(info.ptr)
         return pointers, bound
 
@@ -195,9 +251,16 @@ class KernelLauncher:
             with self._lock:
                 fn = self._functions.get(key)
                 if fn is None:
-                    kernel = _load(self.folder, self.header, self.spec, arch)
+                    module = self._modules[key] = _load(self.folder, self.header, self.spec, arch, self.cache())
+                    kernel = module.get_function(self.spec.name)
                     fn = self._functions[key] = make_launch(kernel, len(self.spec.params) + len(self.spec.symbols))
         return fn
+
+    def cache(self) -> CubinCache:
+        """The cubin cache: ``cache_dir`` under ``folder`` where set, else ``CubinCache.default()``."""
+        if self.cache_dir is None:
+            return CubinCache.default()
+        return CubinCache(self.folder / Path(self.cache_dir).expanduser())
 
     def _plan(self, arrays: tuple[Any, ...], device: int) -> tuple[_Plan, list[int]]:
         """Validate every argument (raises LaunchError): the launch, and this call's pointers."""
@@ -242,8 +305,18 @@ class KernelLauncher:
                 if ptr & mask:
                     self.bind(arrays, device)  # raises LG606 naming the parameter
         if plan.blocks:
-            pointers += plan.symbols
-            self.function(device, _arch(device))(plan.blocks, plan.block, pointers, stream)
+            arch = _arch(device)
+            self.function(device, arch)(plan.blocks, plan.block, pointers + list(plan.symbols), stream)
+            if self.spec.debug:
+                self.after_launch(device, arch, pointers, plan.symbols, stream)
+
+    def after_launch(self, device: int, arch: str, pointers: list[int], symbols: tuple[int, ...] | list[int],
+                     stream: Any) -> None:
+        """Debug build: raise KernelFault for an access outside a field, NonFiniteOutput for NaN/Inf written."""
+        from .debug import check_fault, scan_outputs
+
+        check_fault(self.spec, self._modules[(device, arch)], stream)
+        scan_outputs(self.spec, pointers, dict(zip(self.spec.symbols, symbols)))
 
 
 @dataclass(frozen=True)
@@ -317,18 +390,15 @@ def _arch(device: int) -> str:
     return arch
 
 
-def _load(folder: Path, header: str, spec: KernelSpec, arch: str) -> Any:
-    """Compile (or fetch from the cache) and load one kernel."""
+def _load(folder: Path, header: str, spec: KernelSpec, arch: str, cache: CubinCache) -> Any:
+    """Compile (or fetch from the cache) and load one kernel's module."""
     import cupy
 
-    from .cache import CubinCache
     from .nvrtc import CompileRequest
 
     source = (folder / spec.source).read_text(encoding="utf-8")
     headers = ((header, (folder / header).read_text(encoding="utf-8")),)
     request = CompileRequest(source=source, name=f"{folder.name}/{spec.source}", headers=headers, arch=arch)
-    cache = CubinCache.default()
     cache.get_or_compile(request)
     cubin_path, _ = cache.paths(request.key())
-    module = cupy.RawModule(path=str(cubin_path))
-    return module.get_function(spec.name)
+    return cupy.RawModule(path=str(cubin_path))

@@ -44,10 +44,12 @@ class CompileRequest:
     ``name`` is the file name NVRTC reports for the main source (errors in
     lines after a ``#line`` directive name that directive's file instead).
     ``headers`` maps include names to their text; it is stored sorted by name.
-    ``report`` adds ``--ptxas-options=-v`` so that the result carries
-    registers and spills. Construction raises ``ValueError`` for an arch that
-    is not a real ``sm_XX`` (a ``compute_XX`` would mean PTX), for an
-    ``-arch`` in ``options`` or for a header name given twice.
+    ``report`` asks for the registers and spills in the result. It takes no
+    part in the options or the key: every compile runs ptxas with ``-v``, so
+    a cached cubin serves requests with and without it. Construction raises
+    ``ValueError`` for an arch that is not a real ``sm_XX`` (a ``compute_XX``
+    would mean PTX), for an ``-arch`` in ``options`` or for a header name
+    given twice.
     """
 
     source: str
@@ -81,8 +83,7 @@ class CompileRequest:
             opts.append("--std=c++17")
         opts += [f"-I{d}" for d in paths.cuda_include_dirs()]
         opts += self.options
-        if self.report:
-            opts.append("--ptxas-options=-v")
+        opts.append("--ptxas-options=-v")  # always: the resources cost nothing and keep the key report-free
         return tuple(opts)
 
     def key(self) -> str:
@@ -228,7 +229,7 @@ def compile_cubin(req: CompileRequest) -> CompileResult:
             raise CompileError((diag,), log) from exc
     finally:
         nvrtc.destroyProgram(prog)
-    return CompileResult(cubin, log, parse_resources(log))
+    return CompileResult(cubin, log, parse_resources(log) if req.report else ())
 
 
 def _clean(log: Any) -> str:

@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from .driver import Launch, stream_handle
-from .launch import KernelLauncher, KernelSpec, LayoutSpec, ParamSpec, _arch, _device
+from ..schema.diagnostics import Diagnostic
+from .launch import KernelLauncher, KernelSpec, LaunchError, LayoutSpec, ParamSpec, _arch, _device
 
 
 @dataclass(frozen=True)
@@ -64,11 +65,15 @@ class ProgramRunner:
         self._buffers = KernelLauncher(
             KernelSpec(spec.name, "", params, symbols=(), grid_param=0, per_row=1, block=1), Path(), ""
         )
+        self._distinct: tuple[int, ...] = ()  # the last pointers found not to overlap
 
     def prepare(self, arrays: Sequence[Any], device: int | None = None) -> list[_Prepared]:
         """Every buffer checked (raises LaunchError, nothing launched): each launch, ready to go."""
         device = _device() if device is None else device
         pointers, bound = self._buffers.bind(tuple(arrays), device)
+        if tuple(pointers) != self._distinct:
+            self._check_distinct(pointers, bound)
+            self._distinct = tuple(pointers)
         arch = _arch(device)
         prepared = []
         for step, launcher in zip(self.spec.steps, self._launchers):
@@ -79,17 +84,44 @@ class ProgramRunner:
             prepared.append((launcher.function(device, arch), blocks, block, values))
         return prepared
 
+    def _check_distinct(self, pointers: list[int], bound: dict[str, int]) -> None:
+        """LG613 when two buffers share memory: the dataflow checks assumed they do not."""
+        spans = []
+        for b, ptr in zip(self.spec.buffers, pointers):
+            size = b.layout.itemsize * b.layout.width
+            for d in b.layout.dims:
+                size *= d if isinstance(d, int) else bound[d]
+            spans.append((ptr, ptr + size, b.name))
+        spans.sort()
+        for (start, stop, name), (next_start, _, next_name) in zip(spans, spans[1:]):
+            if next_start < stop:
+                raise LaunchError(Diagnostic(
+                    "LG613", f"program `{self.spec.name}` got the same memory for buffers `{name}` and `{next_name}` "
+                    f"(0x{start:x}..0x{stop:x} and 0x{next_start:x}..)",
+                    hint="give every buffer its own array: the program's dataflow checks count on it",
+                ))
+
     def __call__(self, *arrays: Any, stream: Any = None) -> None:
-        """Check every buffer, then launch each kernel in order on ``stream`` (the current CuPy stream)."""
-        for function, blocks, block, values in self.prepare(arrays):
+        """Check every buffer, then launch each kernel in order on ``stream`` (the current CuPy stream).
+
+        In a debug build each launch is followed by its checks (see
+        :mod:`.debug`), so a fault or a NaN is reported at the kernel that made it.
+        """
+        device = _device()
+        for (function, blocks, block, values), launcher in zip(self.prepare(arrays, device), self._launchers):
             if blocks:
                 function(blocks, block, values, stream)
+                if launcher.spec.debug:
+                    n = len(launcher.spec.params)
+                    launcher.after_launch(device, _arch(device), values[:n], values[n:], stream)
 
     def capture(self, *arrays: Any, stream: Any = None) -> ProgramGraph:
         """Record the launches over these buffers into a CUDA graph; nothing runs until ``replay``.
 
         The graph holds the buffers' addresses: replaying it after one of them is
         freed or reallocated is wrong, so the graph keeps a reference to each.
+        A debug build's checks need the host between launches, so a replay
+        does not make them: run the program plainly to debug it.
         """
         import cupy
 

@@ -29,16 +29,24 @@ class LayoutTag:
     spec: ClassVar[LayoutSpec]
 
     @classmethod
-    def empty(cls: type[L], *shape: int) -> Array[L]:
-        """A new uninitialised CuPy array of this layout; ``shape`` gives the leading dims."""
+    def empty(cls: type[L], *shape: int, **unit: int) -> Array[L]:
+        """A new uninitialised CuPy array of this layout; ``shape`` gives the leading dims.
+
+        A row whose columns count a symbol takes its size by name: ``QKV.empty(B, S, D=128)``.
+        """
         spec = cls.spec
+        if spec.unit is not None and set(unit) != {spec.unit} or spec.unit is None and unit:
+            wanted = f"`{spec.unit}=...`" if spec.unit else "no sizes by name"
+            raise _error("LG601", f"`{cls.__name__}.empty` takes {wanted} for layout {spec.name} {spec.shape_text}, "
+                         f"got {sorted(unit)}")
         if len(shape) != len(spec.dims) or any(isinstance(d, int) and n != d for d, n in zip(spec.dims, shape)):
             leading = shape_text(spec.dims)
             raise _error("LG601", f"`{cls.__name__}.empty` takes the leading dims {leading} of layout {spec.name} "
                          f"{spec.shape_text}, got {list(shape)}")
         import cupy
 
-        return Array(cupy.empty((*shape, spec.width), dtype=spec.dtype))
+        width = spec.width * (unit[spec.unit] if spec.unit is not None else 1)
+        return Array(cupy.empty((*shape, width), dtype=spec.numpy))
 
     @classmethod
     def wrap(cls: type[L], data: Any) -> Array[L]:

@@ -16,14 +16,14 @@ from .diagnostics import (
 )
 from .dims import Dim, Size, dims
 from .dtypes import DTYPES, DType, bf16, f16, f32, f64, i8, i16, i32, i64, u8, u16, u32, u64
-from .fields import Field, Group, Pad
+from .fields import Axis, Field, Group, Pad
 from .layout import Layout
 from .record import Region
 from .view import View
 
 __all__ = [
     "CODES", "Code", "Diagnostic", "LayoutError", "LayoutgenError", "Severity", "Site",
-    "UnknownFieldError", "Dim", "Size", "dims", "DTYPES", "DType", "bf16", "f16", "f32", "f64",
+    "UnknownFieldError", "Axis", "Dim", "Size", "dims", "DTYPES", "DType", "bf16", "f16", "f32", "f64",
     "i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64", "Field", "Group", "Pad", "Layout",
     "Region", "View",
 ]

@@ -37,6 +37,27 @@ class Dim:
     def of(size: int) -> Dim:
         return Dim(None, size)
 
+    @staticmethod
+    def expr(size: Size) -> Dim:
+        """A dim equal to ``size``: static, a plain symbol, or a product such as ``48*D``.
+
+        A product is a derived extent (the width of a row of symbolic fields):
+        it names no symbol of its own and is never bound by itself.
+        """
+        if size.is_static:
+            return Dim.of(size.coef)
+        if size.coef == 1 and len(size.symbols) == 1:
+            return Dim(size.symbols[0])
+        product = object.__new__(Dim)
+        object.__setattr__(product, "name", str(size))
+        object.__setattr__(product, "size", None)
+        return product
+
+    @property
+    def is_derived(self) -> bool:
+        """Whether this dim is a product of others (``48*D``), not a symbol of its own."""
+        return self.size is None and not str(self.name).isidentifier()
+
     @property
     def is_static(self) -> bool:
         return self.size is not None

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from .diagnostics import Site, caller_site
 
 Columns = tuple[int, int]
+ShapeEntry = object  # a Dim, an int or a symbol's name; validated when the layout resolves it
 
 
 @dataclass(frozen=True)
@@ -21,6 +22,11 @@ class Field:
     Given a width, the field starts where the previous entry of its record
     ended; given ``cols=(start, stop)`` (absolute columns of the row, stop
     exclusive), it sits exactly there.
+
+    Given ``shape=[H, D]`` the field is a packed sub-array of its row: ``H * D``
+    columns whose views and accessors take one index per dim (``q(b, s, h, d)``).
+    Its dims may be symbolic; a row with symbolic fields counts its columns in
+    that symbol (``q: [32, D]`` is 32 columns of ``D`` elements).
     """
 
     name: str
@@ -28,6 +34,7 @@ class Field:
     cols: Columns | None = None
     doc: str = ""
     site: Site | None = field(default_factory=caller_site, compare=False, repr=False)
+    shape: Sequence[ShapeEntry] | None = None
 
 
 @dataclass(frozen=True)
@@ -52,6 +59,23 @@ class Pad:
 
     width: int | None = None
     cols: Columns | None = None
+    site: Site | None = field(default_factory=caller_site, compare=False, repr=False)
+
+
+@dataclass(frozen=True)
+class Axis:
+    """A leading axis of a layout whose index ranges have names.
+
+    ``Layout("Obs", [N, Axis([Field("t1", 3), Field("t2", 5)]), 32], f32, width=32)``
+    declares ``[N, 8, 32, 32]`` whose rows 0..3 of axis 1 are ``t1``: ``Obs.t1``
+    is a ``[N, 3, 32, 32]`` view. The entries are Field, Group and Pad as in a
+    record, counted in indices of this axis; ``size`` checks their extent.
+    Views nest: ``Obs.t1.snap`` is ``t1``'s part of the last-axis field ``snap``.
+    """
+
+    fields: Sequence[Field | Group | Pad]
+    size: int | None = None
+    doc: str = ""
     site: Site | None = field(default_factory=caller_site, compare=False, repr=False)
 
 

@@ -10,9 +10,9 @@ from typing import TYPE_CHECKING, Any
 from .diagnostics import Site, caller_site, layout_error
 from .dims import Dim, Size, as_shape, shape_text
 from .dtypes import DType, resolve_dtype
-from .fields import Entry
+from .fields import Axis, Entry
 from .names import name_problem
-from .record import Region, resolve_record
+from .record import Region, resolve_axis, resolve_record
 
 if TYPE_CHECKING:
     import numpy as np
@@ -37,11 +37,14 @@ class Layout:
     read_only: bool
     doc: str
     site: Site | None = field(repr=False)
+    column_unit: Size = Size(1)  # what one column of the record counts: 1, or a symbol (`D`) of sub-array fields
+    named_axis: int | None = None  # the leading axis whose ranges have names, if any
+    axis_ranges: Region | None = None  # those named ranges, resolved like a record
 
     def __init__(
         self,
         name: str,
-        dims: Sequence[Dim | int | str],
+        dims: Sequence[Dim | int | str | Axis],
         dtype: DType | str,
         fields: Sequence[Entry] = (),
         *,
@@ -53,6 +56,13 @@ class Layout:
         problem = name_problem(name)
         if problem:
             raise layout_error(problem[0], f"a layout name {problem[1]}", site)
+        named = [i for i, d in enumerate(dims) if isinstance(d, Axis)] if isinstance(dims, Sequence) else []
+        if len(named) > 1:
+            raise layout_error("LG113", f"`{name}` names ranges on axes {named[0]} and {named[1]}; a layout may "
+                               "name ranges on one leading axis", site)
+        axis_decl = dims[named[0]] if named else None
+        if isinstance(axis_decl, Axis):
+            dims = [Dim.of(1) if isinstance(d, Axis) else d for d in dims]  # placeholder; sized below
         leading = as_shape(dims, f"the dims of `{name}`", site)
         resolved = resolve_dtype(dtype, f"the dtype of `{name}`", site)
         from .view import View  # the view module needs Layout; import late
@@ -62,12 +72,32 @@ class Layout:
         declared = [f.name for f in dataclass_fields(View) + dataclass_fields(Layout)]
         attributes = dir(View) + dir(Layout) + declared
         reserved = frozenset(a for a in attributes if not a.startswith("_"))
-        record = resolve_record(fields, width, name, reserved, site)
+        record, unit = resolve_record(fields, width, name, reserved, site)
+        axis, ranges = None, None
+        if isinstance(axis_decl, Axis):
+            axis = named[0]
+            ranges = resolve_axis(axis_decl.fields, axis_decl.size, name, reserved, axis_decl.site or site)
+            leading = (*leading[:axis], Dim.of(ranges.width), *leading[axis + 1 :])
+            symbolic = [str(d) for d in leading[axis + 1 :] if d.size is None]
+            if symbolic:
+                raise layout_error(
+                    "LG113", f"the named axis {axis} of `{name}` is followed by symbolic dim `{symbolic[0]}`; the "
+                    "leading dims after a named axis must be static", axis_decl.site or site,
+                    hint="move the named axis after the symbolic dims, or make them static",
+                )
+            fields_names = {r.name: r for _, r in record.walk() if r.kind != "pad"}
+            for _, r in ranges.walk():
+                if r.kind != "pad" and r.name in fields_names:
+                    raise layout_error(
+                        "LG104", f"`{name}` declares `{r.name}` twice: as rows {r.cols} of axis {axis} and as "
+                        f"columns {fields_names[r.name].cols} at {fields_names[r.name].site}", r.site,
+                    )
         if not isinstance(read_only, bool):
             raise layout_error("LG110", f"`read_only` of `{name}` must be True or False, got {read_only!r}", site)
         for attr, value in (
             ("name", name), ("dims", leading), ("dtype", resolved), ("record", record),
-            ("read_only", read_only), ("doc", doc), ("site", site),
+            ("read_only", read_only), ("doc", doc), ("site", site), ("column_unit", unit), ("named_axis", axis),
+            ("axis_ranges", ranges),
         ):
             object.__setattr__(self, attr, value)
 
@@ -80,7 +110,12 @@ class Layout:
 
     @property
     def shape(self) -> tuple[Dim, ...]:
-        return (*self.dims, Dim.of(self.width))
+        return (*self.dims, Dim.expr(Size(self.width, self.column_unit.symbols)))
+
+    @property
+    def row_elements(self) -> Size:
+        """Elements in one row: the width times the unit (``48*D``)."""
+        return Size(self.width, self.column_unit.symbols)
 
     @property
     def row_bytes(self) -> int:
@@ -98,6 +133,8 @@ class Layout:
         for d in self.dims:
             if d.name is not None and d.size is None:
                 seen.setdefault(d.name, None)
+        for symbol in self.column_unit.symbols:
+            seen.setdefault(symbol, None)
         return tuple(seen)
 
     # -- views -------------------------------------------------------------

@@ -15,17 +15,23 @@ if TYPE_CHECKING:
 
 
 def field_of(view: View, array: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
-    """``array[..., start:stop]`` after checking that ``array`` has the view's layout."""
+    """``array[..., start:stop]`` (narrowed on the named axis, split into the field's shape)
+    after checking that ``array`` has the view's layout."""
     layout = view.layout
     site = caller_site()
     shape = tuple(getattr(array, "shape", ()))
-    if len(shape) != len(layout.shape) or shape[-1] != layout.width:
+    unit = shape[-1] // layout.width if shape else 0
+    if len(shape) != len(layout.shape) or shape[-1] != layout.width * unit or (
+        layout.column_unit.is_static and unit != 1
+    ) or unit < 1:
         raise layout_error(
             "LG110",
             f"an array of `{layout.name}` must have shape [{', '.join(map(str, layout.shape))}], got {list(shape)}",
             site,
         )
     bound: dict[str, tuple[int, int]] = {}  # symbol -> (its first axis, its size there)
+    if not layout.column_unit.is_static:
+        bound[layout.column_unit.symbols[0]] = (len(shape) - 1, unit)
     for axis, (dim, size) in enumerate(zip(layout.dims, shape)):
         if dim.size is not None and dim.size != size:
             raise layout_error(
@@ -48,7 +54,15 @@ def field_of(view: View, array: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
         raise layout_error(
             "LG110", f"an array of `{layout.name}` must have dtype {layout.dtype}, got {dtype}", site
         )
-    return array[..., view.offset : view.offset + view.width]
+    index: list[slice] = [slice(None)] * len(layout.dims)
+    if view.axis_range is not None and layout.named_axis is not None:
+        index[layout.named_axis] = slice(view.axis_range.start, view.axis_range.stop)
+    field = array[(*index, slice(view.offset * unit, (view.offset + view.width) * unit))]
+    if not view.region.shape:
+        return field
+    sizes = {name: size for name, (_, size) in bound.items()}
+    inner = tuple(d.size if d.size is not None else sizes[str(d.name)] for d in view.region.shape)
+    return field.reshape((*field.shape[:-1], *inner))  # a view: the last axis is packed
 
 
 def _region_dtype(region: Region, base: np.dtype[Any], start: int) -> np.dtype[Any]:
@@ -60,6 +74,8 @@ def _region_dtype(region: Region, base: np.dtype[Any], start: int) -> np.dtype[A
         offsets.append((child.start - start) * base.itemsize)
         if child.kind == "group":
             formats.append(_region_dtype(child, base, child.start))
+        elif child.shape:
+            formats.append(np.dtype((base, tuple(d.size for d in child.shape))))
         elif child.width == 1:
             formats.append(base)
         else:
@@ -71,7 +87,7 @@ def _region_dtype(region: Region, base: np.dtype[Any], start: int) -> np.dtype[A
 
 def structured_dtype(layout: Layout) -> np.dtype[Any] | None:
     """A structured dtype of one row; None for element types numpy lacks (bf16)."""
-    if layout.dtype.numpy_name is None:
+    if layout.dtype.numpy_name is None or not layout.column_unit.is_static:
         return None
     base = np.dtype(layout.dtype.numpy_name)
     if not layout.record.children:

@@ -12,7 +12,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from .diagnostics import Site, layout_error
+from .diagnostics import LayoutError, Site, layout_error
+from .dims import Dim, Size, as_shape, shape_text
 from .fields import Entry, Field, Group, Pad
 from .names import name_problem
 
@@ -31,6 +32,7 @@ class Region:
     children: tuple[Region, ...] = ()
     doc: str = ""
     site: Site | None = None
+    shape: tuple[Dim, ...] = ()  # a sub-array field's own shape; () for a run of columns
 
     @property
     def width(self) -> int:
@@ -62,6 +64,58 @@ def _is_int(value: object) -> bool:
 class _Context:
     layout: str
     reserved: frozenset[str]  # attribute names a field may not shadow
+    unit: Size = Size(1)  # what one column counts: 1, or a symbol when fields have symbolic shapes
+    shapes: bool = True  # whether fields may have their own shape (not on a named axis)
+
+
+def field_count(entry: Field, site: Site | None) -> Size:
+    """Elements of a field declared with ``shape=``, validated."""
+    if isinstance(entry.shape, (str, bytes)) or not isinstance(entry.shape, Sequence) or not entry.shape:
+        raise layout_error("LG110", f"the shape of `{entry.name}` must be a non-empty list of dims, got "
+                           f"{entry.shape!r}", site)
+    return Size.product(as_shape(entry.shape, f"the shape of `{entry.name}`", site))
+
+
+def find_unit(entries: object, site: Site | None) -> Size:
+    """What one column of a record counts: the symbols of its symbolic sub-array fields, or 1.
+
+    A row of ``q: [32, D]`` and ``k: [8, D]`` is 40 columns of ``D`` elements.
+    Fields of different symbols (``H*D`` and ``Hkv*D``) would need offsets that
+    are sums of products, which layoutgen does not express: LG112.
+    """
+    unit: tuple[str, ...] | None = None
+    first = ""
+    stack = [entries]
+    while stack:
+        items = stack.pop()
+        if isinstance(items, (str, bytes)) or not isinstance(items, Sequence):
+            continue
+        for entry in items:
+            if isinstance(entry, Group):
+                stack.append(entry.fields)
+            if not isinstance(entry, Field) or entry.shape is None:
+                continue
+            try:
+                count = field_count(entry, entry.site)
+            except LayoutError:
+                continue  # reported where the field is resolved
+            if count.is_static:
+                continue
+            if unit is None:
+                unit, first = count.symbols, entry.name
+                if len(unit) > 1:
+                    raise layout_error(
+                        "LG112", f"`{entry.name}` has {len(unit)} symbolic dims ({', '.join(unit)}); a row may "
+                        "count its columns in one symbol only, which the launch binds from the array's last axis",
+                        entry.site, hint="make all but one of the field's dims static",
+                    )
+            elif count.symbols != unit:
+                raise layout_error(
+                    "LG112", f"`{entry.name}` has {count} elements but `{first}` counts the row in `{unit[0]}`: "
+                    "every field of a row with symbolic fields must be a multiple of the same symbol",
+                    entry.site, hint="use one symbolic dim for all sub-array fields, or make the others static",
+                )
+    return Size(1) if unit is None else Size(1, unit)
 
 
 def _describe(entry: Entry) -> str:
@@ -71,6 +125,33 @@ def _describe(entry: Entry) -> str:
 def _extent(entry: Entry, cursor: int, ctx: _Context, owner: str) -> tuple[int, int | None]:
     """The start column of ``entry`` and its stop when its declaration fixes it."""
     site, what = entry.site, _describe(entry)
+    if isinstance(entry, Field) and entry.shape is not None:
+        if not ctx.shapes:
+            raise layout_error("LG110", f"{what} of `{owner}` names a range of an axis and cannot have its own "
+                               "shape", site, hint="declare sub-array fields in the record (the last axis)")
+        count = field_count(entry, site)
+        if count.symbols != ctx.unit.symbols:
+            raise layout_error(
+                "LG112", f"{what} of `{owner}` has {count} elements but the row counts its columns in "
+                f"`{ctx.unit}`", site, hint="every field of a row with symbolic fields must be a multiple of "
+                "the same symbol",
+            )
+        if not ctx.unit.is_static and (entry.cols is not None or entry.width is not None):
+            raise layout_error("LG112", f"{what} of `{owner}` is symbolic and must be placed by order, not with "
+                               "`cols=` or `width=`", site)
+        if entry.width is not None and entry.width != count.coef:
+            raise layout_error("LG108", f"{what} of `{owner}` is declared {entry.width} wide but its shape "
+                               f"{shape_text(entry.shape)} has {count.coef} elements", site)
+        if entry.cols is None:
+            return cursor, cursor + count.coef
+        entry = Field(entry.name, count.coef, entry.cols, site=site)  # checks cols as for a flat field
+    elif not ctx.unit.is_static and not (isinstance(entry, Group) and entry.width is None and entry.cols is None):
+        raise layout_error(
+            "LG112", f"{what} of `{owner}` is a run of elements but the row counts its columns in `{ctx.unit}` "
+            f"(its fields have symbolic shapes)", site,
+            hint=f"give it a shape in `{ctx.unit}`, e.g. Field(..., shape=[n, {ctx.unit}]), or make the "
+            "sub-array fields static",
+        )
     if entry.width is not None and not _is_int(entry.width):
         raise layout_error("LG110", f"{what} of `{owner}` must have an integer width, got {entry.width!r}", site)
     if entry.cols is not None:
@@ -130,7 +211,8 @@ def _resolve_entry(
     path = f"{parent}.{entry.name}" if parent else entry.name
     if isinstance(entry, Field):
         assert stop is not None
-        return Region(entry.name, path, "field", start, stop, doc=entry.doc, site=entry.site)
+        shape = () if entry.shape is None else as_shape(entry.shape, f"the shape of `{entry.name}`", entry.site)
+        return Region(entry.name, path, "field", start, stop, doc=entry.doc, site=entry.site, shape=shape)
     children = _resolve_entries(entry.fields, start, stop, path, ctx, f"{ctx.layout}.{path}", entry.site)
     extent = children[-1].stop if children else start
     if stop is None:
@@ -182,8 +264,11 @@ def _label(region: Region) -> str:
 
 
 def _label_cols(region: Region) -> str:
-    """A region and its columns, said once: ``padding at columns 0..4`` (its label has them)."""
-    return _label(region) if region.kind == "pad" else f"{_label(region)} (columns {region.cols})"
+    """A region and its columns, said once: ``padding at columns 0..4``; ``mix`` [4, 4] (columns 2..18)."""
+    if region.kind == "pad":
+        return _label(region)  # its label has the columns
+    shape = f" {shape_text(region.shape)}" if region.shape else ""
+    return f"{_label(region)}{shape} (columns {region.cols})"
 
 
 def _check_names(regions: list[Region], owner: str) -> None:
@@ -224,14 +309,36 @@ def _check_cover(ordered: list[Region], lo: int, owner: str) -> None:
 
 def resolve_record(
     entries: object, width: object, layout: str, reserved: frozenset[str], site: Site | None
-) -> Region:
-    """The record of a layout: validated regions covering columns ``0..width``."""
+) -> tuple[Region, Size]:
+    """The record of a layout, validated regions covering columns ``0..width``, and what a column counts."""
+    unit = find_unit(entries, site)
+    if isinstance(width, Dim) and not entries:
+        dim = as_shape([width], f"the width of `{layout}`", site)[0]
+        if dim.size is None:
+            return Region(layout, "", "record", 0, 1, site=site), Size(1, (str(dim.name),))
+        width = dim.size
+    if width is not None and not unit.is_static:
+        raise layout_error("LG112", f"`{layout}` has fields of symbolic shape: its width follows from them and "
+                           f"must not be given, got width={width!r}", site)
     if width is not None and not _is_int(width):
         raise layout_error("LG110", f"the width of `{layout}` must be an integer, got {width!r}", site)
     if width is not None and width <= 0:  # type: ignore[operator]
         raise layout_error("LG103", f"the width of `{layout}` must be positive, got {width}", site)
+    return _resolve_run(entries, width, layout, _Context(layout, reserved, unit), site), unit
+
+
+def resolve_axis(
+    entries: object, size: object, layout: str, reserved: frozenset[str], site: Site | None
+) -> Region:
+    """The named ranges of one leading axis, validated like a record of static columns."""
+    if size is not None and (not _is_int(size) or size <= 0):  # type: ignore[operator]
+        raise layout_error("LG110", f"the size of the named axis of `{layout}` must be a positive integer, "
+                           f"got {size!r}", site)
+    return _resolve_run(entries, size, layout, _Context(layout, reserved, Size(1), shapes=False), site)
+
+
+def _resolve_run(entries: object, width: object, layout: str, ctx: _Context, site: Site | None) -> Region:
     declared: int | None = width  # type: ignore[assignment]
-    ctx = _Context(layout, reserved)
     children = _resolve_entries(entries, 0, declared, "", ctx, layout, site)
     extent = children[-1].stop if children else 0
     if declared is None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .dims import shape_text, strides_text
+from .dims import Size, shape_text, strides_text
 
 if TYPE_CHECKING:
     from .layout import Layout
@@ -20,7 +20,7 @@ def layout_table(layout: Layout) -> str:
     lines = [
         f"{layout.name} {shape_text(layout.shape)} {layout.dtype}"
         + (" read-only" if layout.read_only else "")
-        + f"  (row stride {layout.width} elements, {layout.row_bytes} bytes)"
+        + f"  (row stride {layout.row_elements} elements, {Size(layout.row_bytes, layout.column_unit.symbols)} bytes)"
     ]
     if layout.doc:
         lines.append(f"  {layout.doc}")
@@ -33,13 +33,27 @@ def layout_table(layout: Layout) -> str:
             body.append([label, region.cols, str(region.width), str(region.start), "", ""])
             continue
         sub = view[region.path]
+        label = "  " * depth + region.name + (f" {shape_text(region.shape)}" if region.shape else "")
         body.append(
-            ["  " * depth + region.name, region.cols, str(region.width), str(region.start), strides_text(sub.strides),
+            [label, sub.cols, str(sub.column_elements(sub.width)), str(sub.column_offset), strides_text(sub.strides),
              f"{sub.align} B"]
         )
     if not body:
-        body.append(["(whole row)", view.cols, str(view.width), "0", strides_text(view.strides), f"{view.align} B"])
+        body.append(["(whole row)", view.cols, str(view.column_elements(view.width)), "0", strides_text(view.strides),
+                     f"{view.align} B"])
     widths = [max(len(r[i]) for r in [header, *body]) for i in range(len(header))]
     lines.append("  " + _row(header, widths))
     lines.extend("  " + _row(r, widths) for r in body)
+    if layout.axis_ranges is not None:
+        lines.append(f"  named ranges of axis {layout.named_axis} ({layout.dims[layout.named_axis or 0]} rows):")
+        rows = [["range", "rows", "count", "offset", "strides"]]
+        for depth, region in layout.axis_ranges.walk():
+            if region.kind == "pad":
+                rows.append(["  " * depth + "(padding)", region.cols, str(region.width), "", ""])
+                continue
+            sub = view[region.path]
+            rows.append(["  " * depth + region.name, region.cols, str(region.width), str(sub.base_offset),
+                         strides_text(sub.strides)])
+        widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+        lines.extend("  " + _row(r, widths) for r in rows)
     return "\n".join(lines)

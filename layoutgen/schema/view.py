@@ -34,27 +34,31 @@ class View:
     """One field of a layout: shape, element strides, offset and alignment.
 
     Nothing here is typed in: each number follows from the layout. Strides and
-    offsets are in elements; alignments in bytes.
+    offsets are in elements; alignments in bytes. A view is a field of the
+    record (``region``, the last axis), optionally narrowed to a named range of
+    the layout's named axis (``axis_range``): ``Obs.t1.snap``.
     """
 
     layout: Layout
     region: Region
     read_only: bool = False
+    axis_range: Region | None = None  # a named range of ``layout.named_axis``; None for the whole axis
 
     # -- identity ------------------------------------------------------------
 
     @property
     def name(self) -> str:
-        """``Window.snap``; ``Window`` for the whole layout."""
-        return f"{self.layout.name}.{self.region.path}" if self.region.path else self.layout.name
+        """``Window.snap``; ``Window`` for the whole layout; ``Obs.t1.snap`` with a named range."""
+        return ".".join([self.layout.name, *([self.path] if self.path else [])])
 
     @property
     def path(self) -> str:
-        return self.region.path
+        """``snap``, ``t1`` or ``t1.snap``: the range's path, then the field's."""
+        return ".".join(p for p in ((self.axis_range.path if self.axis_range else ""), self.region.path) if p)
 
     @property
     def is_whole(self) -> bool:
-        return self.region.kind == "record"
+        return self.region.kind == "record" and self.axis_range is None
 
     @property
     def dtype(self) -> DType:
@@ -62,7 +66,7 @@ class View:
 
     @property
     def site(self) -> Site | None:
-        return self.region.site or self.layout.site
+        return self.region.site or (self.axis_range.site if self.axis_range else None) or self.layout.site
 
     @property
     def effective_read_only(self) -> bool:
@@ -75,51 +79,115 @@ class View:
     # -- geometry ------------------------------------------------------------
 
     @property
+    def column_unit(self) -> Size:
+        """What one column counts: ``1``, or the symbol of the layout's symbolic fields (``D``)."""
+        return self.layout.column_unit
+
+    def column_elements(self, count: int) -> Size:
+        """Elements in `count` columns of this layout's rows: `count` times the unit."""
+        return Size(count, self.column_unit.symbols) if count else Size(0)
+
+    @property
     def offset(self) -> int:
-        """Elements from the start of a row to the field's first column."""
+        """Columns from the start of a row to the field's first column (in units of ``unit``)."""
         return self.region.start
 
     @property
+    def column_offset(self) -> Size:
+        """Elements from the start of a row to the field's first element."""
+        return self.column_elements(self.region.start)
+
+    @property
     def width(self) -> int:
+        """Columns of the field in a row (in units of ``unit``)."""
         return self.region.width
 
     @property
     def cols(self) -> str:
-        return self.region.cols
+        """``0..40``; ``D*32..D*40`` in a row counted in ``D``."""
+        if self.column_unit.is_static:
+            return self.region.cols
+        return f"{self.column_elements(self.region.start)}..{self.column_elements(self.region.stop)}"
 
     @property
     def row_stride(self) -> int:
-        """Elements from one row to the next: the layout's width, not the field's."""
+        """Columns from one row to the next: the layout's width, not the field's (in units of ``unit``)."""
         return self.layout.width
 
     @property
+    def field_shape(self) -> tuple[Dim, ...]:
+        """The field's own dims: ``(H, D)`` of a sub-array field, ``(width,)`` of a run of columns."""
+        return self.region.shape or (Dim.expr(self.column_elements(self.width)),)
+
+    @property
+    def leading(self) -> tuple[Dim, ...]:
+        """The layout's leading dims, the named axis narrowed to the view's range."""
+        dims = self.layout.dims
+        if self.axis_range is None or self.layout.named_axis is None:
+            return dims
+        axis = self.layout.named_axis
+        return (*dims[:axis], Dim.of(self.axis_range.width), *dims[axis + 1 :])
+
+    @property
     def shape(self) -> tuple[Dim, ...]:
-        return (*self.layout.dims, Dim.of(self.width))
+        return (*self.leading, *self.field_shape)
 
     @property
     def strides(self) -> tuple[Size, ...]:
         """Element strides of each axis; symbolic where later dims are."""
-        dims = self.layout.dims
-        leading = tuple(Size.product(dims[i + 1 :], self.row_stride) for i in range(len(dims)))
-        return (*leading, Size(1))
+        dims, row = self.layout.dims, [Dim(s) for s in self.column_unit.symbols]
+        leading = tuple(Size.product([*dims[i + 1 :], *row], self.row_stride) for i in range(len(dims)))
+        inner = self.field_shape
+        return (*leading, *(Size.product(inner[j + 1 :]) for j in range(len(inner))))
+
+    @property
+    def packed_strides(self) -> tuple[Size, ...]:
+        """The strides the view's shape would have if its elements were packed."""
+        shape = self.shape
+        return tuple(Size.product(shape[i + 1 :]) for i in range(len(shape)))
+
+    def padded_axis(self) -> int | None:
+        """The innermost axis whose stride is wider than packed (rows with a gap after them), if any."""
+        for axis in range(len(self.shape) - 1, -1, -1):
+            if self.strides[axis] != self.packed_strides[axis] and self.shape[axis] != Dim.of(1):
+                return axis
+        return None
+
+    @property
+    def base_offset(self) -> Size:
+        """Elements from the array's first element to the view's first element."""
+        start = self.axis_range.start if self.axis_range is not None and self.layout.named_axis is not None else 0
+        if not start:
+            return self.column_offset
+        stride = self.strides[self.layout.named_axis]  # type: ignore[index]
+        return Size(stride.coef * start + self.region.start, stride.symbols)
 
     @property
     def rows(self) -> Size:
-        return self.layout.rows
+        """Rows of the view: the product of its leading dims."""
+        return Size.product(self.leading)
 
     @property
     def box(self) -> tuple[tuple[int, int] | None, ...]:
         """The part of the layout's array this view covers, one entry per axis of the layout.
 
         ``None`` covers the whole axis; ``(start, stop)`` the indices ``start..stop``
-        of it. Dataflow checks compare boxes to find overlapping reads and writes.
+        of it. The last axis counts columns in units of ``unit`` (a sub-array
+        field's entry is its column span). Dataflow checks compare boxes to find
+        overlapping reads and writes.
         """
-        return (*(None for _ in self.layout.dims), (self.offset, self.offset + self.width))
+        leading: list[tuple[int, int] | None] = [None] * len(self.layout.dims)
+        if self.axis_range is not None and self.layout.named_axis is not None:
+            leading[self.layout.named_axis] = (self.axis_range.start, self.axis_range.stop)
+        last = None if self.region.kind == "record" else (self.region.start, self.region.stop)
+        return (*leading, last)
 
     @property
     def contiguous(self) -> bool:
         """Whether rows follow each other with no gap (width equals row stride)."""
-        return self.width == self.row_stride
+        if self.width != self.row_stride:
+            return False
+        return self.axis_range is None or self.layout.named_axis == 0 or self.leading == self.layout.dims
 
     @property
     def byte_offset(self) -> int:
@@ -150,15 +218,20 @@ class View:
 
     def _child(self, name: str, site: Site | None) -> View:
         child = self.region.child(name)
-        if child is None:
-            names = ", ".join(f"`{c.name}`" for c in self.region.children if c.kind != "pad") or "none"
-            raise UnknownFieldError(
-                Diagnostic(
-                    "LG111", f"`{self.name}` has no field `{name}` (its fields: {names})", site,
-                    hint=f"`{self.layout.name}` is declared at {self.layout.site}",
-                )
+        if child is not None:
+            return View(self.layout, child, self.read_only, self.axis_range)
+        node = self.axis_range or self.layout.axis_ranges
+        ranged = node.child(name) if node is not None else None
+        if ranged is not None:
+            return View(self.layout, self.region, self.read_only, ranged)
+        others = [*self.region.children, *(node.children if node is not None else ())]
+        names = ", ".join(f"`{c.name}`" for c in others if c.kind != "pad") or "none"
+        raise UnknownFieldError(
+            Diagnostic(
+                "LG111", f"`{self.name}` has no field `{name}` (its fields: {names})", site,
+                hint=f"`{self.layout.name}` is declared at {self.layout.site}",
             )
-        return View(self.layout, child, self.read_only)
+        )
 
     def __getattr__(self, name: str) -> View:
         if name.startswith("_"):
@@ -175,8 +248,12 @@ class View:
         return view
 
     def fields(self) -> list[View]:
-        """Every named field and group below this view, depth first."""
-        return [View(self.layout, r, self.read_only) for _, r in self.region.walk() if r.kind != "pad"]
+        """Every named field and group below this view, depth first; then the named ranges below it."""
+        out = [View(self.layout, r, self.read_only, self.axis_range) for _, r in self.region.walk() if r.kind != "pad"]
+        node = self.axis_range or self.layout.axis_ranges
+        if node is not None:
+            out += [View(self.layout, self.region, self.read_only, r) for _, r in node.walk() if r.kind != "pad"]
+        return out
 
     # -- numpy ---------------------------------------------------------------
 
@@ -187,9 +264,11 @@ class View:
         return field_of(self, array)
 
     def __str__(self) -> str:
+        where = f"rows {self.axis_range.cols} of axis {self.layout.named_axis}, " if self.axis_range is not None else ""
         return (
-            f"{self.name} {shape_text(self.shape)} {self.dtype} columns {self.cols} of {self.row_stride}, "
-            f"strides {strides_text(self.strides)}, offset {self.offset}"
+            f"{self.name} {shape_text(self.shape)} {self.dtype} {where}columns {self.cols} of "
+            f"{self.layout.shape[-1]}, strides {strides_text(self.strides)}, "
+            f"offset {self.base_offset}"
         )
 
     def __repr__(self) -> str:

@@ -1,0 +1,91 @@
+"""The debug build's reports: an access outside its field, and NaN or Inf written to a field.
+
+A debug build's accessors record the first out-of-field access of a launch
+in the module's ``lg_fault`` global (and end the offending thread before it
+touches memory); :func:`check_fault` reads and clears it after the launch.
+:func:`scan_outputs` then looks at every field the kernel wrote and names the
+first that holds a NaN or an Inf, with the index. Both synchronize: the debug
+build trades speed for knowing which kernel went wrong.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from ..schema.diagnostics import Diagnostic
+from .launch import KernelSpec, LaunchError
+
+#: Set to 0 to skip the NaN/Inf scan of a debug build (the bounds checks stay).
+SCAN_ENV = "LAYOUTGEN_DEBUG_SCAN"
+
+#: The device global the debug header defines: hit, param, row, col, rows, width (8 bytes each).
+FAULT_SYMBOL = "lg_fault"
+_FAULT_FIELDS = 6
+
+
+class KernelFault(LaunchError):
+    """A debug-build kernel indexed outside one of its fields (LG611)."""
+
+
+class NonFiniteOutput(LaunchError):
+    """A debug-build kernel wrote NaN or Inf into one of its output fields (LG612)."""
+
+
+def _synchronize(stream: Any) -> None:
+    import cupy
+
+    from .driver import stream_handle
+
+    cupy.cuda.ExternalStream(stream_handle(stream)).synchronize()
+
+
+def check_fault(spec: KernelSpec, module: Any, stream: Any) -> None:
+    """Raise :class:`KernelFault` when the launch just made on ``stream`` left a fault; clear it."""
+    import cupy
+
+    _synchronize(stream)
+    pointer = module.get_global(FAULT_SYMBOL)
+    record = cupy.ndarray((_FAULT_FIELDS,), cupy.int64, memptr=pointer)
+    hit, param, row, col, rows, width = (int(v) for v in record.get())
+    if not hit:
+        return
+    record.fill(0)
+    p = spec.params[param]
+    raise KernelFault(Diagnostic(
+        "LG611", f"`{spec.name}` indexed `{p.name}` ({p.view}) at row {row}, column {col}, outside the field "
+        f"({rows} rows, {width} columns); the thread stopped before the access",
+        hint="index the field with rows below rows() and columns below width; the generated view's constants "
+        "come from the layout",
+    ))
+
+
+def scan_outputs(spec: KernelSpec, pointers: list[int], symbols: dict[str, int]) -> None:
+    """Raise :class:`NonFiniteOutput` naming the first written field that holds NaN or Inf."""
+    if os.environ.get(SCAN_ENV, "1") == "0":
+        return
+    import cupy
+    import numpy as np
+
+    for p, pointer in zip(spec.params, pointers):
+        if not p.writes or p.cols is None or np.dtype(p.layout.dtype).kind not in "fc":
+            continue
+        layout = p.layout
+        shape = (*(d if isinstance(d, int) else symbols[d] for d in layout.dims), layout.width)
+        size = int(np.prod(shape)) * layout.itemsize
+        memory = cupy.cuda.UnownedMemory(pointer, size, owner=None)
+        whole = cupy.ndarray(shape, layout.dtype, memptr=cupy.cuda.MemoryPointer(memory, 0))
+        field = whole[..., p.cols[0]:p.cols[1]]
+        bad = ~cupy.isfinite(field)
+        if not bool(bad.any()):
+            continue
+        index = tuple(int(i) for i in cupy.argwhere(bad)[0].get())
+        value = float(field[index].get())
+        at = (*index[:-1], index[-1] + p.cols[0])
+        what = "NaN" if value != value else ("Inf" if value > 0 else "-Inf")
+        raise NonFiniteOutput(Diagnostic(
+            "LG612", f"`{spec.name}` wrote {what} to `{p.name}` ({p.view}) at index "
+            f"[{', '.join(map(str, at))}] of the {layout.name} array",
+            hint="the kernel that produced it is this one; check its inputs (scanned only where written) and "
+            "its arithmetic",
+        ))

@@ -1,0 +1,163 @@
+"""Programs on the GPU: the VSN training step run plainly and replayed from a CUDA graph,
+and the debug build catching an out-of-field access and a NaN at the kernel that made them.
+
+Inputs are fresh random data and every buffer a launch writes is poisoned
+with NaN first, so an element nothing wrote shows up as an error.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import subprocess
+import sys
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import numpy as np
+import pytest
+
+from examples.vsn import reference as ref
+
+pytestmark = pytest.mark.gpu
+REPO = Path(__file__).resolve().parents[2]
+TOL = 1e-5
+B_, K_ = 16, 64
+LR = 0.05
+
+
+def _build(spec: str, out: str, *flags: str) -> ModuleType:
+    """Generate ``spec`` into ``build/<out>`` (ignored by git) and import the generated module."""
+    done = subprocess.run([sys.executable, "-m", "layoutgen", "generate", *flags, "--out", f"build/{out}", spec],
+                          cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    (init,) = (REPO / "build" / out).glob("*/__init__.py")
+    module_spec = importlib.util.spec_from_file_location(f"{out.replace('-', '_')}_{init.parent.name}", init)
+    assert module_spec is not None and module_spec.loader is not None
+    module = importlib.util.module_from_spec(module_spec)
+    module_spec.loader.exec_module(module)
+    return module
+
+
+def _inputs(rng: np.random.Generator) -> dict[str, np.ndarray]:
+    return {
+        "raw": rng.normal(0.5, 2.0, (B_, K_, 40)),
+        "stats": np.stack([rng.normal(0.5, 0.1, 40), rng.uniform(0.3, 0.7, 40)], axis=1),
+        "ctx": rng.normal(size=(B_, 16)) * 100.0,
+        "target": rng.normal(size=(B_, K_, 40)),
+        "W": rng.normal(size=(40, 40)) * 0.3,
+        "b": rng.normal(size=40),
+    }
+
+
+def _buffers(inputs: dict[str, np.ndarray]) -> dict[str, Any]:
+    """Device buffers of the step: the inputs copied, everything written poisoned with NaN."""
+    import cupy
+
+    dev = {name: cupy.asarray(a.astype(np.float32)) for name, a in inputs.items()}
+    dev["lr"] = cupy.asarray(np.array([LR], np.float32))
+    for name, shape in (("window", (B_, K_, 56)), ("gates", (B_, K_, 40)), ("y", (B_, K_, 40)),
+                        ("grad_y", (B_, K_, 40)), ("grad_x", (B_, K_, 40)), ("grad_W", (40, 40)), ("grad_b", (40,))):
+        dev[name] = cupy.full(shape, cupy.nan, cupy.float32)
+    return dev
+
+
+def test_vsn_step_matches_the_reference_and_graph_replay_matches_plain_launches() -> None:
+    import generated.vsn as vsn
+
+    inputs = _inputs(np.random.default_rng())
+    want = ref.vsn_step(inputs["raw"], inputs["stats"], inputs["ctx"], inputs["target"], inputs["W"],
+                        inputs["b"], LR)
+    plain = _buffers(inputs)
+    vsn.vsn_step(**plain)
+    for name, expected in want.items():
+        assert ref.relative_error(plain[name].get(), expected) < TOL, name
+
+    replayed = _buffers(inputs)
+    graph = vsn.capture_vsn_step(**replayed)
+    assert graph.launches == 7
+    assert np.isnan(replayed["y"].get()).all()  # captured, not run
+    graph.replay()
+    import cupy
+
+    cupy.cuda.get_current_stream().synchronize()
+    for name in want:
+        got, same = replayed[name].get(), plain[name].get()
+        if name in ("grad_W", "grad_b", "W", "b"):  # atomic accumulation: the order of additions varies
+            assert ref.relative_error(got, same.astype(np.float64)) < 1e-6, name
+        else:
+            assert np.array_equal(got, same), name
+
+
+def test_graph_replay_trains_with_growing_context_and_stays_finite() -> None:
+    import cupy
+
+    import generated.vsn as vsn
+
+    rng = np.random.default_rng()
+    inputs = _inputs(rng)
+    inputs["W"] = rng.normal(size=(40, 40)) * 0.05
+    inputs["b"] = np.zeros(40)
+    x = ref.snap_feature_assemble(inputs["raw"], inputs["stats"])
+    inputs["target"] = ref.vsn_forward(x, rng.normal(size=(40, 40)) * 0.5, rng.normal(size=40))[1]
+    buffers = _buffers(inputs)
+    buffers["lr"][...] = 30.0 / (B_ * K_)
+    graph = vsn.capture_vsn_step(**buffers)
+    ctx = np.zeros((B_, 16), np.float32)
+    losses = []
+    for step in range(500):
+        ctx[:, 0], ctx[:, 2] = step, step * 2000.0  # time in trade, position size: 1e6 by the end
+        buffers["ctx"].set(ctx)  # same address: the graph reads the new values
+        graph.replay()
+        diff = buffers["y"] - buffers["target"]
+        losses.append(float((diff * diff).mean()))
+    assert float(buffers["window"][..., 42].max()) == pytest.approx(499 * 2000.0)
+    assert np.isfinite(losses).all() and losses[-1] < 0.5 * losses[0], (losses[0], losses[-1])
+    assert all(bool(cupy.isfinite(buffers[n]).all()) for n in ("W", "b", "gates", "y", "grad_x"))
+
+
+def test_debug_build_stops_an_access_outside_the_field_and_names_it() -> None:
+    import cupy
+
+    from layoutgen.runtime.debug import KernelFault
+
+    debug = _build("tests/specs/debug/spec.py", "gpu-debug-shift", "--debug")
+    release = _build("tests/specs/debug/spec.py", "gpu-release-shift")
+    rng = np.random.default_rng()
+    row = cupy.asarray(rng.normal(size=(32, 16)).astype(np.float32))
+    for module in (debug, release):  # in bounds: both builds copy the head
+        dst = cupy.full((32, 8), cupy.nan, cupy.float32)
+        module.shift(row, cupy.zeros(1, cupy.float32), dst)
+        assert np.array_equal(dst.get(), row.get()[:, :8])
+    # One column too far: the release build silently reads Row.tail ...
+    dst = cupy.full((32, 8), cupy.nan, cupy.float32)
+    release.shift(row, cupy.ones(1, cupy.float32), dst)
+    assert np.array_equal(dst.get()[:, 7], row.get()[:, 8])
+    # ... the debug build stops the thread and says where.
+    with pytest.raises(KernelFault) as fault:
+        debug.shift(row, cupy.ones(1, cupy.float32), cupy.full((32, 8), cupy.nan, cupy.float32))
+    message = str(fault.value)
+    assert fault.value.code == "LG611"
+    assert "`shift` indexed `src` (Row.head)" in message and "column 8, outside the field" in message, message
+    assert "(32 rows, 8 columns)" in message
+    # The fault was cleared and the context is healthy: the next launch runs.
+    dst = cupy.full((32, 8), cupy.nan, cupy.float32)
+    debug.shift(row, cupy.zeros(1, cupy.float32), dst)
+    assert np.array_equal(dst.get(), row.get()[:, :8])
+
+
+def test_debug_build_names_the_kernel_that_first_wrote_nan() -> None:
+    from layoutgen.runtime.debug import NonFiniteOutput
+
+    debug = _build("examples/vsn/spec.py", "gpu-debug-vsn", "--debug")
+    inputs = _inputs(np.random.default_rng())
+    clean = _buffers(inputs)
+    debug.vsn_step(**clean)  # finite inputs: every launch passes its scan
+    inputs["W"][3, 5] = np.nan  # one bad weight: the forward kernel is the first to write NaN
+    planted = _buffers(inputs)
+    with pytest.raises(NonFiniteOutput) as bad:
+        debug.vsn_step(**planted)
+    message = str(bad.value)
+    assert bad.value.code == "LG612"
+    assert message.startswith("error[LG612]: `variable_selection_fwd` wrote NaN to `gates` (Features) at index [0, 0, "), message
+    assert np.isnan(planted["grad_y"].get()).all()  # stopped there: later kernels did not run

@@ -1,0 +1,84 @@
+"""The debug build, without a GPU: what `--debug` adds, that it compiles, and that release output ignores it.
+
+The release build is pinned by the golden files (tests/golden) and by the
+committed generated code; here the same specs are rendered both ways and
+compared. The debug build's own behaviour on a device (a planted
+out-of-field access, a planted NaN) is in tests/gpu/test_program_gpu.py.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from layoutgen.codegen.render import render_spec
+from layoutgen.config import ConfigError, load_config
+from layoutgen.specload import load_spec
+from tests.test_cli import layoutgen
+
+REPO = Path(__file__).resolve().parent.parent
+SPEC = "tests/specs/debug/spec.py"
+
+
+def _render(spec: str, debug: bool) -> dict[str, str]:
+    loaded = load_spec(REPO / spec)
+    assert loaded.spec is not None, loaded.diagnostics
+    rendered = render_spec(loaded.spec, REPO, spec, debug=debug)
+    assert not rendered.diagnostics
+    return rendered.files
+
+
+def test_release_output_is_the_committed_code_and_debug_only_adds() -> None:
+    release = _render("examples/vsn/spec.py", debug=False)
+    for path, text in release.items():  # the feature changes nothing of the release build
+        assert (REPO / "generated" / path).read_text(encoding="utf-8") == text, path
+    debug = _render("examples/vsn/spec.py", debug=True)
+    assert debug.keys() == release.keys()
+    header = debug["vsn/vsn.cuh"]
+    assert "__device__ lg::Fault lg_fault;" in header and "lg_check(r, c)" in header
+    assert "lg_fault" not in release["vsn/vsn.cuh"] and "lg_check" not in release["vsn/vsn.cuh"]
+    kernel = debug["vsn/variable_selection_fwd.cu"]
+    assert ('const vsn::Window_snap<const float> x{ {lg_x}, lg_B, lg_K, 0, '
+            '"variable_selection_fwd.x (Window.snap)" };') in kernel
+    module = debug["vsn/__init__.py"]
+    assert "debug=True," in module and "cols=(0, 40)" in module and "This is the debug build" in module
+    assert "debug=True" not in release["vsn/__init__.py"]
+
+
+def test_every_release_line_survives_in_the_debug_build() -> None:
+    # Debug code is only added: the release build's lines appear in order in the debug build's
+    # (apart from the stamp, which hashes the text).
+    release, debug = _render(SPEC, debug=False), _render(SPEC, debug=True)
+    for path in release:
+        lines = iter(debug[path].splitlines()[2:])
+        kept = [line for line in release[path].splitlines()[2:] if "{ {lg_" not in line and "ParamSpec(" not in line]  # gain debug arguments
+        missing = [line for line in kept if not any(line == d for d in lines)]
+        assert missing == [], (path, missing)
+
+
+def test_the_debug_build_compiles_offline(tmp_path: Path) -> None:
+    env = {**os.environ, "PYTHONPATH": str(REPO), "LAYOUTGEN_CACHE_DIR": str(tmp_path / "cache")}
+    run = subprocess.run([sys.executable, "-m", "layoutgen", "check", "--compile", "--debug", "--out",
+                          "build/test-debug-offline", SPEC], cwd=REPO, env=env, capture_output=True, text=True,
+                         timeout=600)
+    # Nothing was generated into that folder, so drift is expected; compile errors are not.
+    assert "LG501" not in run.stdout, run.stdout
+    assert list((tmp_path / "cache").rglob("*.cubin")), run.stdout + run.stderr
+
+
+def test_generate_debug_into_the_committed_folder_is_drift() -> None:
+    run = layoutgen("generate", "--check", "--debug", "examples/vsn/spec.py", cwd=REPO)
+    assert run.returncode == 1
+    assert "+__device__ lg::Fault lg_fault;" in run.stdout
+
+
+def test_debug_is_a_config_key(tmp_path: Path) -> None:
+    (tmp_path / "pyproject.toml").write_text("[tool.layoutgen]\ndebug = true\n")
+    assert load_config(tmp_path).debug is True
+    (tmp_path / "pyproject.toml").write_text('[tool.layoutgen]\ndebug = "yes"\n')
+    with pytest.raises(ConfigError, match=r'`\[tool.layoutgen\].debug` must be true or false, got "yes"'):
+        load_config(tmp_path)

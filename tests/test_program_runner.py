@@ -1,0 +1,88 @@
+"""The generated program runner, without a GPU: buffers checked once, then every launch in order.
+
+Fake device arrays (``__cuda_array_interface__``) stand in for CuPy ones and
+the kernels' launch functions are replaced by recorders, so what the runner
+would send to the driver (kernel, blocks, threads, 8-byte values) is visible.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+import generated.vsn as vsn
+from layoutgen.runtime import program as runtime_program
+from layoutgen.runtime.launch import KernelLauncher, LaunchError
+from tests.test_launch_validation import BASE, Dev
+
+B, K = 4, 8
+SHAPES = {
+    "raw": (B, K, 40), "stats": (40, 2), "window": (B, K, 56), "ctx": (B, 16), "W": (40, 40), "b": (40,),
+    "gates": (B, K, 40), "y": (B, K, 40), "target": (B, K, 40), "grad_y": (B, K, 40), "grad_W": (40, 40),
+    "grad_b": (40,), "grad_x": (B, K, 40), "lr": (1,),
+}
+
+
+def buffers(**replace: Any) -> dict[str, Any]:
+    """Good buffers of `vsn_step`, each at its own 1 MiB-apart address; ``replace`` some."""
+    out: dict[str, Any] = {name: Dev(shape, ptr=BASE + i * 0x100000) for i, (name, shape) in enumerate(SHAPES.items())}
+    out.update(replace)
+    return out
+
+
+@pytest.fixture
+def launches(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, int, int, list[int]]]:
+    """Every launch the runner makes: (kernel, blocks, threads per block, values)."""
+    made: list[tuple[str, int, int, list[int]]] = []
+
+    def function(self: KernelLauncher, device: int, arch: str) -> Any:
+        return lambda blocks, block, values, stream: made.append((self.spec.name, blocks, block, list(values)))
+
+    monkeypatch.setattr(KernelLauncher, "function", function)
+    monkeypatch.setattr(runtime_program, "_device", lambda: 0)
+    monkeypatch.setattr(runtime_program, "_arch", lambda device: "sm_90")
+    return made
+
+
+def test_the_runner_launches_every_kernel_in_order_with_each_buffers_pointer(
+    launches: list[tuple[str, int, int, list[int]]],
+) -> None:
+    given = buffers()
+    vsn.vsn_step(**given)
+    ptr = {name: a.__cuda_array_interface__["data"][0] for name, a in given.items()}
+    assert [name for name, *_ in launches] == [
+        "snap_feature_assemble", "context_broadcast", "variable_selection_fwd", "mse_grad", "zero_grads",
+        "variable_selection_bwd", "sgd_update",
+    ]
+    by_kernel = {name: (blocks, block, values) for name, blocks, block, values in launches}
+    # variable_selection_fwd(x=window.snap, W, b, gates, y), then the layouts' symbols B and K
+    assert by_kernel["variable_selection_fwd"][2] == [ptr["window"], ptr["W"], ptr["b"], ptr["gates"], ptr["y"], B, K]
+    # one thread per element of Window.context: B*K rows of 16, 256 threads a block
+    assert by_kernel["context_broadcast"][:2] == ((B * K * 16 + 255) // 256, 256)
+    assert by_kernel["sgd_update"][2] == [ptr["W"], ptr["b"], ptr["grad_W"], ptr["grad_b"], ptr["lr"]]
+
+
+def test_a_wrong_buffer_is_refused_naming_the_program_and_buffer_and_nothing_runs(
+    launches: list[tuple[str, int, int, list[int]]],
+) -> None:
+    with pytest.raises(LaunchError) as err:
+        vsn.vsn_step(**buffers(window=Dev((B, K, 40), ptr=BASE + 0x2000000)))
+    assert err.value.code == "LG601"
+    assert str(err.value).startswith("error[LG601]: `vsn_step.window` (Window, layout Window [B, K, 56]")
+    with pytest.raises(LaunchError) as err:
+        vsn.vsn_step(**buffers(y=Dev((B + 1, K, 40), ptr=BASE + 0x7000000)))
+    assert err.value.code == "LG603" and "`B` = 5" in str(err.value)
+    assert launches == []
+
+
+def test_one_array_for_two_buffers_is_refused(launches: list[tuple[str, int, int, list[int]]]) -> None:
+    shared = Dev((B, K, 40), ptr=BASE + 0x6000000)
+    with pytest.raises(LaunchError) as err:
+        vsn.vsn_step(**buffers(gates=shared, y=shared))
+    assert err.value.code == "LG613"
+    assert "same memory for buffers `gates` and `y`" in str(err.value) or \
+        "same memory for buffers `y` and `gates`" in str(err.value)
+    assert launches == []
+    vsn.vsn_step(**buffers())  # distinct again: runs
+    assert len(launches) == 7

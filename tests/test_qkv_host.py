@@ -1,0 +1,161 @@
+"""The generated QKV kernels, compiled for the host, against the float64 references.
+
+The GPU tests (tests/gpu/test_qkv_gpu.py) run them on an H200; here the very
+same generated sources are compiled with the host C++ compiler, CUDA's
+built-ins emulated (tests/host/cuda_shim.h: one function call per thread), so
+that every index the accessors compute (q(b, s, h, d) with D bound at launch,
+the k/v offsets 32*D and 40*D, the cache rows) is checked on a machine
+without a GPU. Outputs are poisoned first; inputs are fresh random data.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from examples.qkv import reference as ref
+
+REPO = Path(__file__).resolve().parent.parent
+GENERATED = REPO / "generated" / "qkv"
+COMPILER = shutil.which("g++") or shutil.which("c++")
+pytestmark = pytest.mark.skipif(COMPILER is None, reason="no host C++ compiler (g++) here")
+
+# name -> (the generated kernel, its C++ parameter list, the arguments passed on).
+SIGNATURES = {
+    "rope": ("rope", "float* q, float* k, const int* pos, long long B, long long S, long long D", "q, k, pos, B, S, D"),
+    "rope_padded": ("rope", "float* q, float* k, const int* pos, long long B, long long S", "q, k, pos, B, S"),
+    "kv_split": ("kv_split", "const float* k, const float* v, float* kc, float* vc, long long B, long long S, long long D",
+                 "k, v, kc, vc, B, S, D"),
+}
+
+
+def host_kernel(kernel: str, tmp: Path, folder: Path = GENERATED,
+                signature: tuple[str, str, str] | None = None) -> Any:
+    """The generated kernel ``folder/<function>.cu`` compiled for the host: ``fn(*pointers, *sizes, threads, block)``."""
+    function, params, args = signature or SIGNATURES[kernel]
+    source = tmp / f"{kernel}_host.cpp"
+    source.write_text(
+        '#include "cuda_shim.h"\n'
+        f'#include "{function}.cu"\n'
+        f'extern "C" void host_launch({params}, long long threads, int block) {{\n'
+        "    blockDim.x = block;\n"
+        "    for (long long t = 0; t < threads; ++t) {\n"
+        "        blockIdx.x = static_cast<unsigned>(t / block);\n"
+        "        threadIdx.x = static_cast<unsigned>(t % block);\n"
+        f"        {function}({args});\n"
+        "    }\n"
+        "}\n",
+        encoding="utf-8",
+    )
+    library = tmp / f"{kernel}.so"
+    run = subprocess.run(
+        [str(COMPILER), "-std=c++17", "-O1", "-shared", "-fPIC", "-Wall", "-Werror", "-Wno-unused-variable",
+         "-I", str(folder), "-I", str(REPO / "tests" / "host"), str(source), "-o", str(library)],
+        capture_output=True, text=True,
+    )
+    assert run.returncode == 0, run.stderr
+    return ctypes.CDLL(str(library)).host_launch
+
+
+def _ptr(a: np.ndarray[Any, Any]) -> ctypes.c_void_p:
+    assert a.flags.c_contiguous
+    return ctypes.c_void_p(a.ctypes.data)
+
+
+def host_launch(fn: Any, arrays: list[np.ndarray[Any, Any]], sizes: list[int], threads: int, block: int) -> None:
+    fn(*[_ptr(a) for a in arrays], *[ctypes.c_longlong(n) for n in sizes], ctypes.c_longlong(threads),
+       ctypes.c_int(block))
+
+
+@pytest.fixture
+def rng() -> np.random.Generator:
+    return np.random.default_rng()
+
+
+@pytest.mark.parametrize(("b", "s", "d"), [(2, 5, 16), (1, 3, 128)])
+def test_rope_rotates_q_and_k_and_leaves_v(tmp_path: Path, rng: np.random.Generator, b: int, s: int, d: int) -> None:
+    qkv = rng.normal(size=(b, s, (ref.H + 2 * ref.HKV) * d)).astype(np.float32)
+    pos = rng.integers(0, 4096, size=(b, s, 1)).astype(np.int32)
+    before = qkv.copy()
+    # q and k are two views of the same buffer: the launcher passes the array twice.
+    host_launch(host_kernel("rope", tmp_path), [qkv, qkv, pos], [b, s, d], threads=b * s, block=128)
+    want = ref.rope(before, pos[..., 0], d)
+    assert ref.relative_error(qkv, want) < 2e-4
+    _, _, v = ref.split(qkv, d)
+    assert np.array_equal(v, ref.split(before, d)[2]), "rope wrote into v"
+
+
+@pytest.mark.parametrize(("b", "s", "d"), [(2, 7, 16), (1, 2, 128)])
+def test_kv_split_fills_the_caches(tmp_path: Path, rng: np.random.Generator, b: int, s: int, d: int) -> None:
+    qkv = rng.normal(size=(b, s, (ref.H + 2 * ref.HKV) * d)).astype(np.float32)
+    kc = np.full((b, ref.HKV, s, d), np.nan, dtype=np.float32)
+    vc = np.full((b, ref.HKV, s, d), np.nan, dtype=np.float32)
+    host_launch(host_kernel("kv_split", tmp_path), [qkv, qkv, kc, vc], [b, s, d], threads=b * ref.HKV * s, block=128)
+    want_k, want_v = ref.kv_split(qkv, d)
+    assert not np.isnan(kc).any() and not np.isnan(vc).any(), "an element of a cache was not written"
+    assert np.array_equal(kc, want_k) and np.array_equal(vc, want_v)
+
+
+def test_reference_rotation_is_a_rotation_of_each_pair(rng: np.random.Generator) -> None:
+    """The reference against a direct 2x2 rotation of one pair, and norms kept."""
+    x = rng.normal(size=(1, 1, 1, 8))
+    pos = np.array([[7]])
+    got = ref.rotate(x, pos)
+    i, theta = 2, 7 * 10000.0 ** (-2 * 2 / 8)
+    c, s_ = np.cos(theta), np.sin(theta)
+    assert np.allclose(got[0, 0, 0, [i, i + 4]], [c * x[0, 0, 0, i] - s_ * x[0, 0, 0, i + 4],
+                                                  s_ * x[0, 0, 0, i] + c * x[0, 0, 0, i + 4]])
+    assert np.allclose(np.linalg.norm(got), np.linalg.norm(x))
+
+
+def test_reference_split_matches_the_layout_views(rng: np.random.Generator) -> None:
+    from examples.qkv.spec import QKV
+
+    qkv = rng.normal(size=(2, 3, 48 * 16)).astype(np.float32)
+    for view, part in zip((QKV.q, QKV.k, QKV.v), ref.split(qkv, 16)):
+        got = view.of(qkv)
+        assert got.shape == part.shape and np.shares_memory(got, qkv) and np.array_equal(got, part)
+
+
+def test_rope_on_padded_heads_through_a_named_axis(tmp_path: Path, rng: np.random.Generator) -> None:
+    """The same template bound to `QKVPadded.q.head` (axis 2 names the heads, rows padded to 136).
+
+    Without `contiguous=True` the binding is legal (qkv_bug.py shows the packed
+    contract refused): the accessors take heads from the named axis, rows 48
+    apart, and skip each head's 8 padding elements, which stay poisoned.
+    """
+    from examples.qkv.spec import Positions, rope
+    from layoutgen import Axis, Field, Layout, Pad, dims, f32
+    from layoutgen.codegen.render import render_spec
+    from layoutgen.spec import Spec
+
+    B, S = dims("B S")
+    QKVPadded = Layout("QKVPadded", [B, S, Axis([Field("q", 32), Field("k", 8), Field("v", 8)])], f32,
+                       [Field("head", 128), Pad(8)])  # as in examples/qkv/qkv_bug.py
+
+    spec = Spec("padded", kernels=[rope.bind(q=QKVPadded.q.head, k=QKVPadded.k.head, pos=Positions)])
+    rendered = render_spec(spec, REPO, "tests/test_qkv_host.py")
+    assert rendered.diagnostics == ()
+    for name, text in rendered.files.items():
+        (tmp_path / Path(name).name).write_text(text, encoding="utf-8")
+    header = rendered.files["padded/padded.cuh"]
+    assert "lg::Field<T, 128, 136, 0, 16, long long, lg::Unscaled, lg::AxisRows<0, 32, 48, 1>>" in header
+    assert "lg::AxisRows<32, 8, 48, 1>" in header
+    b, s, d = 2, 3, 128
+    padded = rng.normal(size=(b, s, 48, 136)).astype(np.float32)
+    padded[..., 128:] = np.nan
+    pos = rng.integers(0, 512, size=(b, s, 1)).astype(np.int32)
+    before = padded.copy()
+    fn = host_kernel("rope_padded", tmp_path, folder=tmp_path)
+    host_launch(fn, [padded, padded, pos], [b, s], threads=b * s, block=128)
+    packed = before[..., :128].reshape(b, s, 48 * d)
+    want = ref.rope(packed, pos[..., 0], d).reshape(b, s, 48, d)
+    assert ref.relative_error(padded[..., :128], want) < 2e-4
+    assert np.isnan(padded[..., 128:]).all(), "rope wrote into the padding"
+    assert np.array_equal(QKVPadded.v.head.of(padded), QKVPadded.v.head.of(before))
