@@ -83,7 +83,8 @@ def main() -> None:
         rows.append(("layoutgen launcher (validates 5 arrays)", per_call_us(lambda: launcher(x, w, b, gates, y), sync)))
         print(f"default launch path: {type(module._empty.function(0, 'sm_90')).__name__}")
 
-        kernel = _load(module._empty.folder, module._empty.header, module._empty.spec, "sm_90").get_function("empty")
+        empty = module._empty
+        kernel = _load(empty.folder, empty.header, empty.spec, "sm_90", empty.cache()).get_function("empty")
         grid, block = ((B * K + 127) // 128,), (128,)
         nb, nk = np.int64(B), np.int64(K)
         rows.append(("raw CuPy RawKernel call", per_call_us(lambda: kernel(grid, block, (x, w, b, gates, y, nb, nk)), sync)))

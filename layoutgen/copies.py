@@ -36,8 +36,8 @@ def packed_layout(view: View, name: str | None = None) -> Layout:
         ))
     packed = name or f"{view.name.replace('.', '_')}_packed"
     if view.region.shape:
-        return Layout(packed, list(view.leading), lay.dtype, [Field("block", shape=list(view.region.shape))])
-    return Layout(packed, list(view.leading), lay.dtype, width=view.width)
+        return Layout(packed, list(view.leading_dims), lay.dtype, [Field("block", shape=list(view.region.shape))])
+    return Layout(packed, list(view.leading_dims), lay.dtype, width=view.width)
 
 
 def field_copies(view: View | Layout, packed: Layout | None = None, name: str | None = None) -> tuple[Binding, Binding]:

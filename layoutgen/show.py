@@ -62,7 +62,7 @@ def _print_binding(binding: Binding) -> None:
     print(f"kernel {binding.name} ({binding.kernel.template}), bound at {binding.site}")
     for param, view in binding.pairs:
         print(f"  {param.name:<10} {param.access:<5} {shape_text(param.shape):<12} <- {describe_view(view)}, "
-              f"strides {strides_text(view.strides)}, offset {view.offset}")
+              f"strides {strides_text(view.strides)}, offset {view.base_offset}")
     values = ", ".join(f"{s} = {d}" for s, d in unified.values)
     print(f"  symbols: {values}")
 

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from .kernels import Binding, KernelError
-from .program import Launch, Program
+from .program import Launch, Program, ProgramError
 from .schema import Layout
 from .schema.diagnostics import Diagnostic, Site, caller_site
 from .schema.names import name_problem
@@ -67,6 +67,16 @@ class Spec:
                     f"would define both", b.site,
                     hint=f"name the binding: {b.kernel.name}.bind(name=\"...\", ...), or rename the layout",
                 ))
+        taken = {b.name: "a kernel" for b in kernels} | {lay.name: "a layout" for lay in ordered.values()}
+        for prog in programs:
+            for generated in (prog.name, f"capture_{prog.name}"):
+                if generated in taken:  # the spec's own name is free: runners are Python only
+                    what = taken[generated]
+                    raise ProgramError(Diagnostic(
+                        "LG305", f"program `{prog.name}` would define `{generated}` in the generated module, the "
+                        f"name of {what}", prog.site, hint="rename the program",
+                    ))
+                taken[generated] = "a program's runner"
         object.__setattr__(self, "name", name)
         object.__setattr__(self, "layouts", tuple(ordered.values()))
         object.__setattr__(self, "kernels", tuple(kernels))

@@ -229,3 +229,14 @@ def test_uncovered_merges_touching_pieces() -> None:
         ((0, 4), (0, 10)), ((0, 4), (20, 30)), ((0, 4), (40, 56))]
     assert uncovered(((0, 2),), [((0, 1),), ((1, 2),)]) == []
     assert list(itertools.chain(uncovered(((0, 8), (0, 8)), []))) == [((0, 8), (0, 8))]
+
+
+def test_a_program_may_not_take_a_name_the_generated_module_uses() -> None:
+    with pytest.raises(ProgramError, match="would define `variable_selection_fwd` in the generated module, the name "
+                                           "of a kernel"):
+        Spec("x", programs=[Program("variable_selection_fwd", list(vsn.vsn_step.launches))])
+    step = Program("step", list(vsn.vsn_step.launches))
+    with pytest.raises(ProgramError, match="would define `capture_step`"):
+        Spec("x", kernels=[vsn.variable_selection_fwd.bind(name="capture_step", x=vsn.Window.snap, W=vsn.Weights,
+                                                             b=vsn.Bias, gates=vsn.Features, y=vsn.Features)],
+             programs=[step])

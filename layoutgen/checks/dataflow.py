@@ -26,11 +26,18 @@ UNBOUNDED = 1 << 62
 
 
 def view_box(view: View) -> Box:
-    """The view's box with whole axes spelled out: ``(0, size)``, or to ``UNBOUNDED`` when symbolic."""
+    """The view's box with whole axes spelled out: ``(0, size)``, or to ``UNBOUNDED`` when symbolic.
+
+    The last axis is the record, always ``width`` columns (counted in the row's
+    unit, ``D`` for a row of ``[H, D]`` fields, like the fields' own ranges).
+    """
     shape = view.layout.shape
+    last = len(view.box) - 1
     return tuple(
-        iv if iv is not None else (0, dim.size if dim.size is not None else UNBOUNDED)
-        for iv, dim in zip(view.box, shape)
+        iv if iv is not None else
+        (0, view.layout.width) if axis == last else
+        (0, dim.size if dim.size is not None else UNBOUNDED)
+        for axis, (iv, dim) in enumerate(zip(view.box, shape))
     )
 
 

@@ -122,7 +122,7 @@ def view_model(view: View, site: str) -> ViewModel:
     layout = view.layout
     total = Size.product([*layout.dims, *(Dim(s) for s in layout.column_unit.symbols)], layout.width)
     index_type = _index_type(total)
-    leading = view.leading
+    leading = view.leading_dims
     names = [f"i{n}" for n in range(len(leading))]
     # Horner's rule over the view's leading dims: ((i0 * d1 + i1) * d2 + i2) ...
     expr = _horner(names, [str(d) for d in leading])

@@ -37,7 +37,7 @@ def _synchronize(stream: Any) -> None:
 
     from .driver import stream_handle
 
-    cupy.cuda.ExternalStream(stream_handle(stream)).synchronize()
+    cupy.cuda.runtime.streamSynchronize(stream_handle(stream))
 
 
 def check_fault(spec: KernelSpec, module: Any, stream: Any) -> None:
@@ -68,13 +68,13 @@ def scan_outputs(spec: KernelSpec, pointers: list[int], symbols: dict[str, int])
     import numpy as np
 
     for p, pointer in zip(spec.params, pointers):
-        if not p.writes or p.cols is None or np.dtype(p.layout.dtype).kind not in "fc":
+        if not p.writes or p.cols is None or np.dtype(p.layout.numpy).kind not in "fc":
             continue
         layout = p.layout
         shape = (*(d if isinstance(d, int) else symbols[d] for d in layout.dims), layout.width)
         size = int(np.prod(shape)) * layout.itemsize
         memory = cupy.cuda.UnownedMemory(pointer, size, owner=None)
-        whole = cupy.ndarray(shape, layout.dtype, memptr=cupy.cuda.MemoryPointer(memory, 0))
+        whole = cupy.ndarray(shape, layout.numpy, memptr=cupy.cuda.MemoryPointer(memory, 0))
         field = whole[..., p.cols[0]:p.cols[1]]
         bad = ~cupy.isfinite(field)
         if not bool(bad.any()):

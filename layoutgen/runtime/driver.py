@@ -13,6 +13,7 @@ from __future__ import annotations
 import ctypes
 import os
 import threading
+import warnings
 from typing import Any, Protocol
 
 from ..schema.diagnostics import Diagnostic
@@ -46,6 +47,21 @@ def stream_handle(stream: Any) -> int:
         if isinstance(handle, int):
             return handle
     raise TypeError(f"`stream` must be a CuPy or torch stream or a CUstream handle, got {stream!r}")
+
+
+def cupy_stream(stream: Any) -> Any:
+    """``stream`` as a CuPy stream: the current one for None, wrapped when it is a torch stream or a handle."""
+    import cupy
+
+    if stream is None:
+        return cupy.cuda.get_current_stream()
+    if type(stream).__module__.startswith("cupy"):
+        return stream
+    if hasattr(stream, "__cuda_stream__"):
+        return cupy.cuda.Stream.from_external(stream)
+    with warnings.catch_warnings():  # CuPy 14 deprecates ExternalStream; a bare handle has no other wrapper
+        warnings.simplefilter("ignore", DeprecationWarning)
+        return cupy.cuda.ExternalStream(stream_handle(stream))
 
 
 class PackedLaunch:
@@ -98,11 +114,7 @@ class CupyLaunch:
         self._driver_error = cupy.cuda.driver.CUDADriverError
 
     def __call__(self, blocks: int, block: int, values: list[int], stream: Any) -> None:
-        cuda = self._cupy.cuda
-        if stream is None:
-            stream = cuda.get_current_stream()
-        elif not type(stream).__module__.startswith("cupy"):
-            stream = cuda.ExternalStream(stream_handle(stream))
+        stream = cupy_stream(stream)
         try:
             self._function((blocks,), (block,), tuple(map(self._u64, values)), stream=stream)
         except self._driver_error as exc:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .driver import Launch, stream_handle
+from .driver import Launch, cupy_stream
 from ..schema.diagnostics import Diagnostic
 from .launch import KernelLauncher, KernelSpec, LaunchError, LayoutSpec, ParamSpec, _arch, _device
 
@@ -148,15 +148,7 @@ class ProgramGraph:
 
     def replay(self, stream: Any = None) -> None:
         """Run every launch of the program on ``stream`` (the current CuPy stream) with one graph launch."""
-        import cupy
-
-        if stream is None:
-            target = cupy.cuda.get_current_stream()
-        elif type(stream).__module__.startswith("cupy"):
-            target = stream
-        else:
-            target = cupy.cuda.ExternalStream(stream_handle(stream))
-        self._graph.launch(target)
+        self._graph.launch(cupy_stream(stream))
 
     def __repr__(self) -> str:
         return f"<ProgramGraph {self.name}: {self.launches} launches>"

@@ -48,7 +48,7 @@ class Layout:
         dtype: DType | str,
         fields: Sequence[Entry] = (),
         *,
-        width: int | None = None,
+        width: int | Dim | None = None,
         read_only: bool = False,
         doc: str = "",
     ) -> None:

@@ -120,7 +120,7 @@ class View:
         return self.region.shape or (Dim.expr(self.column_elements(self.width)),)
 
     @property
-    def leading(self) -> tuple[Dim, ...]:
+    def leading_dims(self) -> tuple[Dim, ...]:
         """The layout's leading dims, the named axis narrowed to the view's range."""
         dims = self.layout.dims
         if self.axis_range is None or self.layout.named_axis is None:
@@ -130,7 +130,7 @@ class View:
 
     @property
     def shape(self) -> tuple[Dim, ...]:
-        return (*self.leading, *self.field_shape)
+        return (*self.leading_dims, *self.field_shape)
 
     @property
     def strides(self) -> tuple[Size, ...]:
@@ -165,7 +165,7 @@ class View:
     @property
     def rows(self) -> Size:
         """Rows of the view: the product of its leading dims."""
-        return Size.product(self.leading)
+        return Size.product(self.leading_dims)
 
     @property
     def box(self) -> tuple[tuple[int, int] | None, ...]:
@@ -187,7 +187,7 @@ class View:
         """Whether rows follow each other with no gap (width equals row stride)."""
         if self.width != self.row_stride:
             return False
-        return self.axis_range is None or self.layout.named_axis == 0 or self.leading == self.layout.dims
+        return self.axis_range is None or self.layout.named_axis == 0 or self.leading_dims == self.layout.dims
 
     @property
     def byte_offset(self) -> int:

@@ -50,7 +50,7 @@ def test_the_motivating_bug_a_packed_40_wide_input_is_refused(args) -> None:  # 
 
 def test_wrong_dtype(args) -> None:  # type: ignore[no-untyped-def]
     args["W"] = args["W"].astype("float64")
-    _refused("LG602", "float64", **args)
+    _refused("LG602", "needs f32 elements, got shape [40, 40], strides (40, 1) (elements), f64", **args)
 
 
 def test_inconsistent_symbolic_dims(args) -> None:  # type: ignore[no-untyped-def]
