@@ -1,15 +1,21 @@
 """Layout diagrams: one row of a layout, or a kernel binding, drawn as SVG.
 
 A layout's row is a band of columns. Each field is a coloured block with its
-name and column range; groups are brackets above their fields (nested groups
-lower, nearer their fields); padding is hatched; the row stride and byte
-alignment stand beside the band. A field too narrow for its label gets a
-leader line down to a label below the band; the labels are stacked so that
-neither they nor the leader lines cross (see :func:`_place_leaders`).
+name and column range; a sub-array field adds its shape (``q [32, D]``) and
+short ticks where its heads start; groups are brackets above their fields
+(nested groups lower, nearer their fields); padding is hatched; the row
+stride and byte alignment stand beside the band. A row counted in a symbol
+numbers its columns in it (``D*32..D*40``), as ``layoutgen show`` prints them.
+A field too narrow for its label gets a leader line down to a label below the
+band; the labels are stacked so that neither they nor the leader lines cross
+(see :func:`~layoutgen.diagram_parts.place_leaders`). A layout with a named
+axis draws that axis as a second band under the row: its entries, the named
+ranges as blocks, its stride beside it.
 
 A binding is drawn as one band per parameter: the row of the layout the
 parameter is bound to, with the columns the kernel reads, writes or both
-highlighted.
+highlighted, and under it a strip of the layout's named axis, if it has one,
+with the view's range highlighted.
 
 ``layoutgen show SPEC[:NAME] --svg FILE`` writes these; :func:`spec_svg`,
 :func:`layout_svg` and :func:`binding_svg` return the document text.
@@ -18,91 +24,15 @@ highlighted.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
+from .diagram_parts import (ACCESS_COLORS, ACCESS_WORDS, BAND_H, BRACKET_H, DARK, GREY, LANE_H, MAX_LANES, NAME_SIZE,
+                            PALETTE, RANGE_SIZE, RULER_SIZE, Scale, column_width, draw_heads, draw_ruler, place_leaders)
 from .kernels import Binding, Param
 from .schema import Layout, View
-from .schema.dims import shape_text, strides_text
+from .schema.dims import Size, shape_text, strides_text
 from .schema.record import Region
 from .spec import Spec
 from .svg import HATCH, Canvas, Span, document, text_width
-
-#: Fills of fields, in declaration order (light, so black text reads on each).
-PALETTE = ("#a6cee3", "#b2df8a", "#fdbf6f", "#cab2d6", "#fb9a99", "#8dd3c7", "#ffe680", "#bebada",
-           "#80b1d3", "#fccde5", "#ccebc5", "#e5c494")
-
-#: Highlight fill and outline of a bound parameter, by access.
-ACCESS_COLORS = {"in": ("#9ecae9", "#2f6ea3"), "out": ("#ffbf79", "#c4610a"), "inout": ("#d7b5d8", "#8e4f90")}
-ACCESS_WORDS = {"in": "reads", "out": "writes", "inout": "reads and writes"}
-
-GREY, DARK = "#6b6b6b", "#1a1a1a"
-NAME_SIZE, RANGE_SIZE, RULER_SIZE = 11.0, 9.0, 9.0
-BAND_H, LANE_H, BRACKET_H = 40.0, 16.0, 24.0
-
-#: Leader lanes below the band before labels are turned upright instead.
-MAX_LANES = 8
-
-
-def _column_width(width: int, room: float, lo: float, hi: float) -> float:
-    """Pixels per column: the band fills about ``room`` pixels, within ``lo..hi`` per column."""
-    return float(max(lo, min(hi, int(room / width))))
-
-
-# -- labels below the band -------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Leader:
-    """A label hung below the band from ``x`` (its field's centre) on lane ``lane``.
-
-    The label extends to the right of its leader line, or to the left when
-    ``leftward``.
-    """
-
-    x: float
-    width: float
-    lane: int
-    leftward: bool = False
-
-
-def _stack(items: Sequence[tuple[float, float]], gap: float) -> list[int]:
-    """Lanes for labels of (x, width) that start at x and extend to the right.
-
-    Working from the rightmost label leftwards, each label takes the highest
-    lane below every label already placed whose leader line it would cover:
-    such a leader stands right of this label's start and runs down to its own
-    lane, so this label must sit lower. Leader lines then cross no label and
-    no two labels overlap. Lanes are returned in the order given.
-    """
-    lanes: dict[int, int] = {}
-    for i in sorted(range(len(items)), key=lambda i: -items[i][0]):
-        x, w = items[i]
-        blocking = [lanes[j] for j in lanes if items[j][0] <= x + w + gap]
-        lanes[i] = 1 + max(blocking) if blocking else 0
-    return [lanes[i] for i in range(len(items))]
-
-
-def _place_leaders(items: Sequence[tuple[float, float]], gap: float = 6.0) -> list[Leader]:
-    """Leaders for labels of (x, width), sorted by x: the first ones extend left, the rest right.
-
-    Labels left of the split extend leftwards, those right of it rightwards,
-    so the two sets never meet and each is stacked by :func:`_stack` (the
-    left set mirrored). The split that needs the fewest lanes wins; a label
-    may extend left only where it stays right of x = 0.
-    """
-    n = len(items)
-    best: list[Leader] | None = None
-    for split in range(n, -1, -1):  # all rightward first: on a tie, labels read left to right
-        if any(items[i][0] - items[i][1] < 0 for i in range(split)):
-            continue
-        left = _stack([(-x, w) for x, w in items[:split]], gap)
-        right = _stack(items[split:], gap)
-        leaders = [Leader(x, w, lane, True) for (x, w), lane in zip(items[:split], left)]
-        leaders += [Leader(x, w, lane) for (x, w), lane in zip(items[split:], right)]
-        if best is None or max(le.lane for le in leaders) < max(le.lane for le in best):
-            best = leaders
-    return best if best is not None and n else []
-
 
 # -- one layout ------------------------------------------------------------------
 
@@ -123,101 +53,125 @@ def _levels(region: Region) -> dict[str, int]:
 
 
 def _field_title(view: View) -> str:
-    doc = f" - {view.region.doc}" if view.region.doc else ""
-    return (f"{view.name}: columns {view.cols}, offset {view.offset}, strides {strides_text(view.strides)}, "
+    """The tooltip of a block: where the view lies, its strides and alignment, its doc."""
+    ranged = view.axis_range is not None and view.region.kind == "record"
+    text = view.axis_range.doc if ranged and view.axis_range is not None else view.region.doc
+    doc = f" - {text}" if text else ""
+    rows = f"rows {view.axis_range.cols} of axis {view.layout.named_axis}, " if view.axis_range is not None else ""
+    return (f"{view.name}: {rows}columns {view.cols}, offset {view.base_offset}, strides {strides_text(view.strides)}, "
             f"align {view.align} B, {view.vector_bytes}-byte vectors{doc}")
 
 
-def _ruler(canvas: Canvas, x0: float, y: float, col_w: float, width: int) -> None:
-    """Column boundaries 0..width above the band, every ``step`` columns where numbers would crowd.
+def _label(region: Region) -> str:
+    """A leaf's name as drawn: ``snap``, ``q [32, D]`` for a sub-array field, ``(padding)``."""
+    if region.kind == "pad":
+        return "(padding)"
+    if region.kind != "field":
+        return "(whole row)"
+    return f"{region.name} {shape_text(region.shape)}" if region.shape else region.name
 
-    The row's end is always numbered; the regular mark before it is dropped
-    when the two would touch.
-    """
-    widest = text_width(str(width), RULER_SIZE) + 3
-    step = next(s for s in (1, 2, 4, 5, 8, 10, 16, 20, 25, 32, 50, 64, 100, 128, 200, 256, 500, 1000, 10**9)
-                if s * col_w >= widest)
-    marks = list(range(0, width, step))
-    if len(marks) > 1 and (width - marks[-1]) * col_w < widest:
-        marks.pop()
-    for c in [*marks, width]:
-        x = x0 + c * col_w
-        canvas.text(x, y - 4, [Span(str(c), RULER_SIZE, GREY)], anchor="middle")
-        canvas.line(x, y - 2, x, y + 1, stroke=GREY)
+
+def _row_words(layout: Layout) -> str:
+    """``56 columns``; ``48 columns of D = D*48 elements`` in a row counted in ``D``."""
+    if layout.column_unit.is_static:
+        return f"{layout.width} columns"
+    return f"{layout.width} columns of {layout.column_unit} = {layout.row_elements} elements"
 
 
 def layout_drawing(layout: Layout, *, room: float = 840) -> Canvas:
-    """One row of ``layout``: fields, groups, padding, ruler, stride and alignment."""
+    """One row of ``layout``: fields, groups, padding, ruler, stride and alignment; then its named axis."""
     canvas = Canvas()
     view = layout.view
     canvas.text(0, 14, [Span(f"{layout.name} {shape_text(layout.shape)} {layout.dtype}", 14, DARK, True),
-                        Span(f"   one row: {layout.width} columns", 11, GREY)])
+                        Span(f"   one row: {_row_words(layout)}", 11, GREY)])
     top = 22.0
     if layout.doc:
         canvas.text(0, top + 12, [Span(layout.doc, 11, GREY)])
         top += 16
-    levels = _levels(layout.record)
-    n_levels = max(levels.values(), default=0)
-    col_w = _column_width(layout.width, room, 3, 64)
-    ruler_y = top + 12 + n_levels * BRACKET_H + 18
+    unit = layout.column_unit
+    scale = Scale(column_width(layout.width, room, 3, 64), unit)
+    aside = [[Span("row stride ", 11, GREY),
+              Span(f"{layout.row_elements} = {Size(layout.row_bytes, unit.symbols)} B", 11, DARK, True)],
+             [Span("row align  ", 11, GREY), Span(f"{view.row_align} B", 11, DARK, True)]]
+    colour = _band(canvas, view, layout.record, scale, top, 0, aside)
+    if layout.axis_ranges is None or layout.named_axis is None:
+        return canvas
+    axis, ranges = layout.named_axis, layout.axis_ranges
+    stride = view.strides[axis]
+    top = canvas.bottom + 18
+    canvas.text(0, top + 12, [Span(f"axis {axis}", 12, DARK, True),
+                              Span(f"   {ranges.width} entries of {shape_text(layout.shape[axis + 1 :])}, "
+                                   "its ranges named", 11, GREY)])
+    axis_scale = Scale(min(column_width(ranges.width, room, 3, 64), scale.col_w * layout.width / ranges.width))
+    aside = [[Span("axis stride ", 11, GREY),
+              Span(f"{stride} = {Size(stride.coef * layout.dtype.size, stride.symbols)} B", 11, DARK, True)]]
+    _band(canvas, view, ranges, axis_scale, top + 16, colour, aside)
+    return canvas
+
+
+def _band(canvas: Canvas, view: View, record: Region, scale: Scale, top: float, colour: int,
+          aside: Sequence[Sequence[Span]]) -> int:
+    """Brackets, ruler, blocks and hanging labels of ``record`` from ``top`` down, ``aside`` lines right of it.
+
+    Returns the next fill of :data:`PALETTE` to use.
+    """
+    levels = _levels(record)
+    col_w = scale.col_w
+    ruler_y = top + 12 + max(levels.values(), default=0) * BRACKET_H + 18
     band_top = ruler_y + 4
     band_bottom = band_top + BAND_H
-    leaves = [r for _, r in layout.record.walk() if r.kind in ("field", "pad")] or [layout.record]
-    hanging: list[tuple[Region, float, list[Span]]] = []
-    colour = 0
+    leaves = [r for _, r in record.walk() if r.kind in ("field", "pad")] or [record]
+    hanging: list[tuple[float, list[Span]]] = []
     for region in leaves:
         x, w = region.start * col_w, region.width * col_w
-        name = "(padding)" if region.kind == "pad" else region.name if region.kind == "field" else "(whole row)"
+        name = _label(region)
         if region.kind == "pad":
             canvas.rect(x, band_top, w, BAND_H, fill=f"url(#{HATCH})", stroke="#ffffff", stroke_width=1,
-                        title=f"padding: columns {region.cols}")
+                        title=f"padding: columns {scale.span(region)}")
         else:
             sub = view[region.path] if region.path else view
             canvas.rect(x, band_top, w, BAND_H, fill=PALETTE[colour % len(PALETTE)], stroke="#ffffff",
                         stroke_width=1, title=_field_title(sub))
             colour += 1
-        cols = region.cols
+            draw_heads(canvas, region, scale, x, band_top, BAND_H)
+        cols = scale.span(region)
         if max(text_width(name, NAME_SIZE), text_width(cols, RANGE_SIZE)) + 6 <= w:
             canvas.text(x + w / 2, band_top + 17, [Span(name, NAME_SIZE, DARK, region.kind != "pad")], anchor="middle")
             canvas.text(x + w / 2, band_top + 31, [Span(cols, RANGE_SIZE, GREY)], anchor="middle")
         else:
-            spans = [Span(name, NAME_SIZE, DARK, region.kind != "pad"), Span(" " + cols, RANGE_SIZE, GREY)]
-            hanging.append((region, x + w / 2, spans))
-    canvas.rect(0, band_top, layout.width * col_w, BAND_H, fill="none", stroke="#444444", stroke_width=1)
-    _ruler(canvas, 0, ruler_y, col_w, layout.width)
-    _brackets(canvas, layout.record, levels, col_w, ruler_y - 20)
-    aside = band_top + 15
-    canvas.text(layout.width * col_w + 14, aside,
-                [Span("row stride ", 11, GREY), Span(f"{layout.width} = {layout.row_bytes} B", 11, DARK, True)])
-    canvas.text(layout.width * col_w + 14, aside + 16,
-                [Span("row align  ", 11, GREY), Span(f"{view.row_align} B", 11, DARK, True)])
-    leaders = _place_leaders([(x, 5 + sum(s.width for s in spans)) for _, x, spans in hanging])
+            hanging.append((x + w / 2, [Span(name, NAME_SIZE, DARK, region.kind != "pad"),
+                                        Span(" " + cols, RANGE_SIZE, GREY)]))
+    canvas.rect(0, band_top, record.width * col_w, BAND_H, fill="none", stroke="#444444", stroke_width=1)
+    draw_ruler(canvas, 0, ruler_y, scale, record.width)
+    _brackets(canvas, record, levels, scale, ruler_y - 20)
+    for n, line in enumerate(aside):
+        canvas.text(record.width * col_w + 14, band_top + 15 + 16 * n, line)
+    canvas.bottom = max(canvas.bottom, band_bottom + 6)
+    leaders = place_leaders([(x, 5 + sum(s.width for s in spans)) for x, spans in hanging])
     if leaders and max(le.lane for le in leaders) >= MAX_LANES and col_w >= 1.3 * NAME_SIZE:
         # Too many lanes for a dense run of narrow fields: turn the labels
         # instead, each under its own field (one column is wider than a line).
-        for _, x, spans in hanging:
+        for x, spans in hanging:
             canvas.text(x - 0.35 * NAME_SIZE, band_bottom + 6, spans, vertical=True)
-        canvas.bottom = max(canvas.bottom, band_bottom + 6)
-        return canvas
-    for (_, x, spans), leader in zip(hanging, leaders):
+        return colour
+    for (x, spans), leader in zip(hanging, leaders):
         y = band_bottom + 14 + leader.lane * LANE_H
         hook = -3 if leader.leftward else 3
         canvas.polyline([(x, band_bottom + 2), (x, y - 4), (x + hook, y - 4)], stroke=GREY)
         canvas.text(x + (-5 if leader.leftward else 5), y, spans, anchor="end" if leader.leftward else "start")
-    canvas.bottom = max(canvas.bottom, band_bottom + 6)
-    return canvas
+    return colour
 
 
-def _brackets(canvas: Canvas, record: Region, levels: dict[str, int], col_w: float, base: float) -> None:
+def _brackets(canvas: Canvas, record: Region, levels: dict[str, int], scale: Scale, base: float) -> None:
     """A bracket over each group's columns, its label above; labels on one level pushed apart."""
     groups = sorted((r for _, r in record.walk() if r.kind == "group"), key=lambda r: (levels[r.path], r.start))
     ends: dict[int, float] = {}  # right end of the last label on each level
     for g in groups:
         level = levels[g.path]
         y = base - (level - 1) * BRACKET_H
-        x0, x1 = g.start * col_w + 1.5, g.stop * col_w - 1.5
+        x0, x1 = g.start * scale.col_w + 1.5, g.stop * scale.col_w - 1.5
         canvas.polyline([(x0, y + 6), (x0, y), (x1, y), (x1, y + 6)], stroke="#333333", stroke_width=1.5)
-        spans = [Span(g.name, NAME_SIZE, DARK, True), Span(" " + g.cols, RANGE_SIZE, GREY)]
+        spans = [Span(g.name, NAME_SIZE, DARK, True), Span(" " + scale.span(g), RANGE_SIZE, GREY)]
         width = sum(s.width for s in spans)
         left = max((x0 + x1) / 2 - width / 2, ends.get(level, -1e9) + 8, 0.0)
         canvas.text(left, y - 4, spans)
@@ -241,11 +195,10 @@ def binding_drawing(binding: Binding, *, room: float = 600) -> Canvas:
     pairs = binding.pairs
     labels = [_param_label(p, v) for p, v in pairs]
     left = max(max(text_width(a, 11), text_width(b, 10)) for a, b in labels) + 16
-    col_w = _column_width(max(v.layout.width for _, v in pairs), room, 4, 32)
+    col_w = column_width(max(v.layout.width for _, v in pairs), room, 4, 32)
     y = legend_y + 16
     for (param, view), (head, sub) in zip(pairs, labels):
-        _param_band(canvas, param, view, head, sub, left, y, col_w)
-        y += BAND_H + 26
+        y += _param_band(canvas, param, view, head, sub, left, y, col_w) + 26
     return canvas
 
 
@@ -254,47 +207,87 @@ def _param_label(param: Param, view: View) -> tuple[str, str]:
 
 
 def _param_band(canvas: Canvas, param: Param, view: View, head: str, sub: str, x0: float, top: float,
-                col_w: float) -> None:
+                col_w: float) -> float:
+    """The row of ``view``'s layout from ``top``, its columns highlighted; returns the height drawn.
+
+    A layout with a named axis gets a strip of that axis' entries under the
+    row, the view's range of it highlighted too.
+    """
     layout = view.layout
+    scale = Scale(col_w, layout.column_unit)
     canvas.text(0, top + 16, [Span(head, 11, DARK, True)])
     canvas.text(0, top + 31, [Span(sub, 10, GREY)])
-    band_top = top + 4
+    band_top, band_h = top + 4, BAND_H - 8
     for _, region in layout.record.walk():
         if region.kind in ("field", "pad"):
             fill = f"url(#{HATCH})" if region.kind == "pad" else "#ececec"
-            canvas.rect(x0 + region.start * col_w, band_top, region.width * col_w, BAND_H - 8, fill=fill,
+            canvas.rect(x0 + region.start * col_w, band_top, region.width * col_w, band_h, fill=fill,
                         stroke="#ffffff", title=region.path or "padding")
     if not any(r.kind in ("field", "pad") for _, r in layout.record.walk()):
-        canvas.rect(x0, band_top, layout.width * col_w, BAND_H - 8, fill="#ececec")
+        canvas.rect(x0, band_top, layout.width * col_w, band_h, fill="#ececec")
     fill, stroke = ACCESS_COLORS[param.access]
     hx, hw = x0 + view.offset * col_w, view.width * col_w
     what = f"{ACCESS_WORDS[param.access]} {view.path or 'all columns'}"
-    canvas.rect(hx, band_top, hw, BAND_H - 8, fill=fill, stroke=stroke, stroke_width=1.5,
+    canvas.rect(hx, band_top, hw, band_h, fill=fill, stroke=stroke, stroke_width=1.5,
                 title=f"{param.name} {what}: {view}")
+    draw_heads(canvas, view.region, scale, hx, band_top, band_h)
     inside = text_width(what, 10) + 6 <= hw
     if inside:
         canvas.text(hx + hw / 2, band_top + 20, [Span(what, 10, DARK)], anchor="middle")
-    canvas.rect(x0, band_top, layout.width * col_w, BAND_H - 8, fill="none", stroke="#444444")
-    _edge_numbers(canvas, x0, band_top + BAND_H + 1, col_w, layout.width, view)
+    canvas.rect(x0, band_top, layout.width * col_w, band_h, fill="none", stroke="#444444")
+    _edge_numbers(canvas, x0, band_top + BAND_H + 1, scale, layout.width, view)
     right = x0 + layout.width * col_w + 12
     first = f"{what}, columns {view.cols} of " if not inside else ""
     canvas.text(right, band_top + 12, [Span(first, 10, DARK, True),
                                        Span(f"{layout.name} {shape_text(layout.shape)} {layout.dtype}", 10, GREY)])
-    canvas.text(right, band_top + 26, [Span(f"row stride {view.row_stride}, offset {view.offset}, "
+    canvas.text(right, band_top + 26, [Span(f"row stride {layout.row_elements}, offset {view.base_offset}, "
                                             f"align {view.align} B, {view.vector_bytes}-byte vectors", 10, GREY)])
+    if layout.axis_ranges is None:
+        return BAND_H
+    return BAND_H + 14 + _axis_strip(canvas, param, view, x0, band_top + BAND_H + 8, layout.width * col_w)
 
 
-def _edge_numbers(canvas: Canvas, x0: float, y: float, col_w: float, width: int, view: View) -> None:
+def _axis_strip(canvas: Canvas, param: Param, view: View, x0: float, top: float, room: float) -> float:
+    """The named axis of ``view``'s layout as a thin strip of its entries, the view's range highlighted.
+
+    Returns the strip's height.
+    """
+    layout, ranges = view.layout, view.layout.axis_ranges
+    assert ranges is not None  # the caller checks
+    entry_w = max(8.0, min(48.0, room / ranges.width))
+    height = 16.0
+    for _, region in ranges.walk():
+        if region.kind in ("field", "pad"):
+            fill = f"url(#{HATCH})" if region.kind == "pad" else "#ececec"
+            x, w = x0 + region.start * entry_w, region.width * entry_w
+            canvas.rect(x, top, w, height, fill=fill, stroke="#ffffff", title=region.path or "padding")
+    chosen = view.axis_range or ranges
+    fill, stroke = ACCESS_COLORS[param.access]
+    canvas.rect(x0 + chosen.start * entry_w, top, chosen.width * entry_w, height, fill=fill, stroke=stroke,
+                stroke_width=1.5, title=f"{param.name}: rows {chosen.cols} of axis {layout.named_axis}")
+    for _, region in ranges.walk():
+        if region.kind == "field" and text_width(region.name, 9) + 4 <= region.width * entry_w:
+            canvas.text(x0 + (region.start + region.width / 2) * entry_w, top + 11.5,
+                        [Span(region.name, 9, DARK)], anchor="middle")
+    canvas.rect(x0, top, ranges.width * entry_w, height, fill="none", stroke="#444444")
+    where = (f"rows {chosen.cols} of axis {layout.named_axis} ({chosen.path})" if view.axis_range is not None
+             else f"all {ranges.width} rows of axis {layout.named_axis}")
+    canvas.text(x0 + ranges.width * entry_w + 12, top + 11.5, [Span(where, 10, GREY)])
+    return height
+
+
+def _edge_numbers(canvas: Canvas, x0: float, y: float, scale: Scale, width: int, view: View) -> None:
     """The highlighted columns' edges and the row's ends under the band, skipping any that would collide."""
     taken: list[tuple[float, float]] = []
     for c in dict.fromkeys((view.offset, view.offset + view.width, 0, width)):
-        x = x0 + c * col_w
-        w = text_width(str(c), RULER_SIZE)
+        x = x0 + c * scale.col_w
+        label = scale.number(c)
+        w = text_width(label, RULER_SIZE)
         span = (x - w / 2 - 2, x + w / 2 + 2)
         if any(a < span[1] and span[0] < b for a, b in taken):
             continue
         taken.append(span)
-        canvas.text(x, y, [Span(str(c), RULER_SIZE, GREY)], anchor="middle")
+        canvas.text(x, y, [Span(label, RULER_SIZE, GREY)], anchor="middle")
 
 
 # -- documents -------------------------------------------------------------------

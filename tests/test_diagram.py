@@ -17,18 +17,25 @@ from pathlib import Path
 
 import pytest
 
-from layoutgen import Field, Group, Layout, Pad, dims, f16, f32
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from layoutgen import Axis, Field, Group, Layout, Pad, dims, f16, f32
 from layoutgen.cli import main
-from layoutgen.diagram import _place_leaders, binding_svg, layout_svg, spec_svg
+from layoutgen.diagram import binding_svg, layout_svg, spec_svg
+from layoutgen.diagram_parts import place_leaders
 from layoutgen.specload import load_spec
 from layoutgen.svg import CHAR_EM, num, text_width
+from test_schema_properties import shaped_layouts
 
 REPO = Path(__file__).resolve().parent.parent
 DIAGRAMS = REPO / "docs" / "diagrams"
 NS = "{http://www.w3.org/2000/svg}"
 
 VSN = load_spec(REPO / "examples" / "vsn" / "spec.py").spec
-assert VSN is not None
+QKV_SPEC = load_spec(REPO / "examples" / "qkv" / "spec.py").spec
+RANGES = load_spec(REPO / "tests" / "specs" / "ranges" / "spec.py").spec
+assert VSN is not None and QKV_SPEC is not None and RANGES is not None
 
 B, K = dims("B K")
 
@@ -42,6 +49,14 @@ MIXED = Layout("Mixed", [B], f16, [
     Group("outer", [Group("inner", [Field("x", 1), Field("y", 1)]), Pad(1), Field("z", 1)]),
     Field("big", 200), Pad(1), Field("tail", 1),
 ])
+
+#: A static sub-array field between plain columns, and named ranges of an axis in a group.
+MIX = Layout("Mix", [B], f32, [Field("a", 2), Field("mix", shape=[4, 4]), Field("b", 1), Field("m2", shape=[2, 3])])
+TERMS = Layout("Terms", [B, Axis([Group("obs", [Field("t1", 3), Field("t2", 5)]), Field("mask", 1), Pad(1)]), 4],
+               f32, width=4)
+QKV = next(lay for lay in QKV_SPEC.layouts if lay.name == "QKV")
+OBS = next(lay for lay in RANGES.layouts if lay.name == "Obs")
+SHAPED = [QKV, OBS, MIX, TERMS]
 
 
 def layout(name: str) -> Layout:
@@ -171,11 +186,121 @@ def test_a_row_of_single_column_fields_turns_its_labels() -> None:
     assert svg.count("rotate(90") == 56
 
 
+# -- sub-array fields and named axes ----------------------------------------------------
+
+
+def _entries(lay: Layout) -> list[tuple[str, str]]:
+    """(name as drawn, columns or rows as drawn) of every field, group and named range of ``lay``."""
+    out = []
+    for view in lay.fields():
+        if view.axis_range is not None:
+            out.append((view.axis_range.name, view.axis_range.cols))
+        else:
+            shape = f" {'[' + ', '.join(map(str, view.region.shape)) + ']'}" if view.region.shape else ""
+            out.append((view.region.name + shape, view.cols))
+    return out
+
+
+@pytest.mark.parametrize("lay", SHAPED, ids=lambda lay: lay.name)
+def test_shaped_and_ranged_layouts_name_every_field_range_and_shape(lay: Layout) -> None:
+    svg = layout_svg(lay)
+    shown = texts(svg)
+    joined = " ".join(shown)
+    for name, cols in _entries(lay):
+        assert name in shown or any(t.startswith(f"{name} ") for t in shown), name
+        assert cols in joined, (name, cols)
+    unit = lay.column_unit
+    assert f"row stride {lay.row_elements} = {'D*' if not unit.is_static else ''}{lay.row_bytes} B" in joined
+    if lay.axis_ranges is not None:
+        assert f"axis {lay.named_axis}   {lay.axis_ranges.width} entries of " in joined
+        assert f"axis stride {lay.view.strides[lay.named_axis or 0]}" in joined
+    assert collisions(svg) == []
+
+
+def test_a_row_counted_in_d_is_numbered_in_d() -> None:
+    shown = texts(layout_svg(QKV))
+    assert ["q [32, D]", "0..D*32", "k [8, D]", "D*32..D*40", "v [8, D]", "D*40..D*48"] == [
+        t for t in shown if t.startswith(("q ", "k ", "v ", "0..", "D*32..", "D*40.."))]
+    assert "row stride D*48 = D*192 B" in shown
+    assert "   one row: 48 columns of D = D*48 elements" in " ".join(shown)
+    assert {"0", "D*8", "D*32", "D*48"} <= set(shown)  # the ruler counts in D too
+    assert "32" not in shown and "48" not in shown
+
+
+def test_sub_array_fields_tick_their_heads() -> None:
+    ticks = layout_svg(QKV).count('stroke="#4d4d4d"')
+    assert ticks == 2 * (31 + 7 + 7)  # top and bottom, between 32, 8 and 8 heads
+    assert layout_svg(MIX).count('stroke="#4d4d4d"') == 2 * (3 + 1)  # mix [4, 4] and m2 [2, 3]
+    assert layout_svg(OBS).count('stroke="#4d4d4d"') == 0
+
+
+def test_a_named_axis_is_drawn_as_a_second_band() -> None:
+    shown = texts(layout_svg(OBS))
+    assert "axis 1   8 entries of [32, 32], its ranges named" in shown
+    assert ["t1", "0..3", "t2", "3..8"] == [t for t in shown if t in ("t1", "t2", "0..3", "3..8")]
+    assert "axis stride 1024 = 4096 B" in shown
+    terms = texts(layout_svg(TERMS))
+    assert "obs 0..8" in terms and "mask 8..9" in terms  # a group of ranges is bracketed
+
+
+@pytest.mark.parametrize("binding", [*QKV_SPEC.kernels, *RANGES.kernels], ids=lambda b: b.name)
+def test_bindings_to_sub_arrays_and_named_ranges(binding: object) -> None:
+    from layoutgen.kernels import Binding
+
+    assert isinstance(binding, Binding)
+    svg = binding_svg(binding)
+    shown = texts(svg)
+    joined = " ".join(shown)
+    for param, view in binding.pairs:
+        assert f"{param.name}  {param.access}" in joined and f"\u2190 {view.name}" in joined
+        assert f"row stride {view.layout.row_elements}, offset {view.base_offset}," in joined
+        if view.axis_range is not None:
+            assert f"rows {view.axis_range.cols} of axis {view.layout.named_axis} ({view.axis_range.path})" in shown
+    assert collisions(svg) == []
+
+
+def test_the_rope_binding_highlights_q_and_k_in_units_of_d() -> None:
+    rope = next(b for b in QKV_SPEC.kernels if b.name == "rope")
+    svg = binding_svg(rope)
+    shown = texts(svg)
+    assert "reads and writes q" in shown
+    assert "reads and writes k, columns D*32..D*40 of QKV [B, S, D*48] f32" in shown
+    assert shown.count("D*32") == 2 and shown.count("D*40") == 1 and shown.count("D*48") == 2
+    assert svg.count('stroke="#4d4d4d"') == 2 * (31 + 7)
+
+
+def test_a_binding_to_a_named_range_highlights_its_rows() -> None:
+    svg = binding_svg(RANGES.kernels[0])
+    shown = texts(svg)
+    assert "rows 3..8 of axis 1 (t2)" in shown and "t1" in shown and "t2" in shown
+    assert "row stride 32, offset 3072, align 128 B, 8-byte vectors" in shown
+    assert '<title>x: rows 3..8 of axis 1</title>' in svg
+
+
+@settings(deadline=None, max_examples=100, suppress_health_check=[HealthCheck.too_slow])
+@given(drawn=shaped_layouts())
+def test_random_shaped_and_ranged_layouts_do_not_collide(drawn: tuple[Layout, dict[str, int]]) -> None:
+    lay = drawn[0]
+    svg = layout_svg(lay)
+    assert collisions(svg) == []
+    ET.fromstring(svg.encode("utf-8"))
+
+
+@settings(deadline=None, max_examples=50)
+@given(counts=st.lists(st.integers(1, 40), min_size=1, max_size=5))
+def test_random_rows_counted_in_d_do_not_collide(counts: list[int]) -> None:
+    lay = Layout("Sym", [B], f32, [Field(f"f{i}", shape=[c, "D"]) for i, c in enumerate(counts)])
+    svg = layout_svg(lay)
+    assert collisions(svg) == []
+    shown = " ".join(texts(svg))
+    assert all(view.cols in shown for view in lay.fields())
+
+
 def test_leaders_never_cross_labels() -> None:
     # Five labels a column apart, each wider than the run: a staircase either way.
     items = [(100.0 + 15 * i, 120.0) for i in range(5)]
-    for leader in _place_leaders(items):
-        for other in _place_leaders(items):
+    for leader in place_leaders(items):
+        for other in place_leaders(items):
             if other.lane < leader.lane:  # `leader`'s line passes `other`'s lane
                 lo, hi = (other.x - other.width, other.x) if other.leftward else (other.x, other.x + other.width)
                 assert not lo <= leader.x <= hi or leader.x == other.x
@@ -190,19 +315,37 @@ def test_output_is_deterministic_and_numbers_are_stable() -> None:
 
 # -- the diagrams in the docs are current ------------------------------------------------
 
-DOC_DIAGRAMS = {"vsn-Window.svg": "Window", "vsn-variable_selection_fwd.svg": "variable_selection_fwd",
-                "vsn-context_broadcast.svg": "context_broadcast"}
+#: Each diagram in docs/diagrams: the spec it is drawn from and the layout or kernel drawn.
+DOC_DIAGRAMS = {
+    "vsn-Window.svg": ("examples/vsn/spec.py", "Window"),
+    "vsn-variable_selection_fwd.svg": ("examples/vsn/spec.py", "variable_selection_fwd"),
+    "vsn-context_broadcast.svg": ("examples/vsn/spec.py", "context_broadcast"),
+    "qkv-QKV.svg": ("examples/qkv/spec.py", "QKV"),
+    "qkv-rope.svg": ("examples/qkv/spec.py", "rope"),
+    "ranges-Obs.svg": ("tests/specs/ranges/spec.py", "Obs"),
+    "ranges-scale_rows.svg": ("tests/specs/ranges/spec.py", "scale_rows"),
+}
+SPECS = {"examples/vsn/spec.py": VSN, "examples/qkv/spec.py": QKV_SPEC, "tests/specs/ranges/spec.py": RANGES}
 
 
 @pytest.mark.parametrize("file", sorted(DOC_DIAGRAMS))
 def test_the_diagrams_in_the_docs_are_current(file: str) -> None:
-    name = DOC_DIAGRAMS[file]
-    target = next((lay for lay in VSN.layouts if lay.name == name), None)
-    binding = next((b for b in VSN.kernels if b.name == name), None)
+    spec_path, name = DOC_DIAGRAMS[file]
+    spec = SPECS[spec_path]
+    target = next((lay for lay in spec.layouts if lay.name == name), None)
+    binding = next((b for b in spec.kernels if b.name == name), None)
     expected = layout_svg(target) if target is not None else binding_svg(binding)  # type: ignore[arg-type]
+    assert file == f"{spec.name}-{name}.svg"
     assert (DIAGRAMS / file).read_text(encoding="utf-8") == expected, (
-        f"docs/diagrams/{file} is stale; run: layoutgen show examples/vsn/spec.py:{name} --svg docs/diagrams/{file}"
+        f"docs/diagrams/{file} is stale; run: layoutgen show {spec_path}:{name} --svg docs/diagrams/{file}"
     )
+
+
+@pytest.mark.parametrize("file", sorted(f for f in DOC_DIAGRAMS if not f.startswith("vsn-")))
+def test_the_new_diagrams_in_the_docs_are_well_formed_and_do_not_collide(file: str) -> None:
+    svg = (DIAGRAMS / file).read_text(encoding="utf-8")
+    ET.fromstring(svg.encode("utf-8"))
+    assert collisions(svg) == []
 
 
 def test_the_docs_embed_the_diagrams() -> None:

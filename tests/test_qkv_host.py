@@ -84,7 +84,8 @@ def test_rope_rotates_q_and_k_and_leaves_v(tmp_path: Path, rng: np.random.Genera
     pos = rng.integers(0, 4096, size=(b, s, 1)).astype(np.int32)
     before = qkv.copy()
     # q and k are two views of the same buffer: the launcher passes the array twice.
-    host_launch(host_kernel("rope", tmp_path), [qkv, qkv, pos], [b, s, d], threads=b * s, block=128)
+    # Grid.elements("q"): one thread per element of q, B*S rows of 32 heads of D
+    host_launch(host_kernel("rope", tmp_path), [qkv, qkv, pos], [b, s, d], threads=b * s * ref.H * d, block=128)
     want = ref.rope(before, pos[..., 0], d)
     assert ref.relative_error(qkv, want) < 2e-4
     _, _, v = ref.split(qkv, d)
@@ -96,7 +97,8 @@ def test_kv_split_fills_the_caches(tmp_path: Path, rng: np.random.Generator, b: 
     qkv = rng.normal(size=(b, s, (ref.H + 2 * ref.HKV) * d)).astype(np.float32)
     kc = np.full((b, ref.HKV, s, d), np.nan, dtype=np.float32)
     vc = np.full((b, ref.HKV, s, d), np.nan, dtype=np.float32)
-    host_launch(host_kernel("kv_split", tmp_path), [qkv, qkv, kc, vc], [b, s, d], threads=b * ref.HKV * s, block=128)
+    host_launch(host_kernel("kv_split", tmp_path), [qkv, qkv, kc, vc], [b, s, d], threads=b * ref.HKV * s * d,
+                block=128)
     want_k, want_v = ref.kv_split(qkv, d)
     assert not np.isnan(kc).any() and not np.isnan(vc).any(), "an element of a cache was not written"
     assert np.array_equal(kc, want_k) and np.array_equal(vc, want_v)
@@ -153,7 +155,7 @@ def test_rope_on_padded_heads_through_a_named_axis(tmp_path: Path, rng: np.rando
     pos = rng.integers(0, 512, size=(b, s, 1)).astype(np.int32)
     before = padded.copy()
     fn = host_kernel("rope_padded", tmp_path, folder=tmp_path)
-    host_launch(fn, [padded, padded, pos], [b, s], threads=b * s, block=128)
+    host_launch(fn, [padded, padded, pos], [b, s], threads=b * s * 32 * d, block=128)
     packed = before[..., :128].reshape(b, s, 48 * d)
     want = ref.rope(packed, pos[..., 0], d).reshape(b, s, 48, d)
     assert ref.relative_error(padded[..., :128], want) < 2e-4

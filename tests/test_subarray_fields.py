@@ -288,10 +288,12 @@ def test_field_copies_of_a_symbolic_row_are_refused() -> None:
     assert info.value.code == "LG208" and "its columns count `D`" in str(info.value)
 
 
-def test_lg210_a_grid_per_element_of_a_symbolic_row() -> None:
-    per_element = Kernel("scale_q", "unused.cu.j2", [InOut("q", [B, S, H, D])], grid=Grid.elements("q"))
-    (diag,) = check_binding(per_element.bind(q=QKV.q))
+def test_lg210_a_grid_per_vector_of_a_symbolic_row() -> None:
+    per_vector = Kernel("scale_q", "unused.cu.j2", [InOut("q", [B, S, H, D])], grid=Grid.vectors("q"))
+    (diag,) = check_binding(per_vector.bind(q=QKV.q))
     assert diag.code == "LG210" and "whose rows hold D*32 elements" in diag.message
+    per_element = Kernel("scale_q", "unused.cu.j2", [InOut("q", [B, S, H, D])], grid=Grid.elements("q"))
+    assert check_binding(per_element.bind(q=QKV.q)) == []
     per_row = Kernel("scale_q", "unused.cu.j2", [InOut("q", [B, S, H, D])], grid=Grid.rows("q"))
     assert check_binding(per_row.bind(q=QKV.q)) == []
 
@@ -304,3 +306,12 @@ def test_the_generated_layout_class_of_a_symbolic_row() -> None:
     with pytest.raises(LaunchError) as info:
         qkv.QKV.empty(2, 5)  # D is needed by name
     assert info.value.code == "LG601" and "takes `D=...`" in str(info.value)
+
+
+def test_a_grid_per_element_of_a_symbolic_row_is_counted_at_launch() -> None:
+    import generated.qkv as qkv
+
+    # rope: one thread per element of q, B*S rows of 32 heads of D; kv_split: per element of a cache row of D
+    assert qkv._rope.grid((), {"B": 2, "S": 3, "D": 64}) == 2 * 3 * 32 * 64
+    assert qkv._kv_split.grid((), {"B": 2, "S": 3, "D": 64}) == 2 * 8 * 3 * 64
+    assert "if (element >= q.rows() * 32 * lg_D) return;" in (REPO / "generated/qkv/rope.cu").read_text()

@@ -39,14 +39,14 @@ rope = Kernel("rope", "rope.cu.j2", [
     InOut("q", [B, S, Hq, D]),
     InOut("k", [B, S, Hkv, D]),
     In("pos", [B, S, 1]),
-], grid=Grid.rows("pos"), doc="rotary position embedding of q and k, in place")
+], grid=Grid.elements("q"), doc="rotary position embedding of q and k, in place")
 
 kv_split = Kernel("kv_split", "kv_split.cu.j2", [
     In("k", [B, S, Hkv, D]),
     In("v", [B, S, Hkv, D]),
     Out("k_cache", [B, Hkv, S, D]),
     Out("v_cache", [B, Hkv, S, D]),
-], grid=Grid.rows("k_cache"), doc="copy k and v into the per-head contiguous caches")
+], grid=Grid.elements("k_cache"), doc="copy k and v into the per-head contiguous caches")
 
 spec = Spec("qkv", kernels=[
     rope.bind(q=QKV.q, k=QKV.k, pos=Positions),

@@ -110,14 +110,14 @@ def check_binding(binding: Binding) -> list[Diagnostic]:
     out.extend(_conflict(binding, c) for c in unified.conflicts)
     grid = binding.kernel.grid
     grid_view = binding.view(grid.param)
-    if grid.per != "row" and not grid_view.column_unit.is_static:
+    if grid.per == "vector" and not grid_view.column_unit.is_static:
         out.append(Diagnostic(
             "LG210",
             f"`{binding.name}` starts one thread per {grid.per} of `{grid.param}`, bound to {describe_view(grid_view)}, "
-            f"whose rows hold {grid_view.column_elements(grid_view.width)} elements: the number of threads per "
-            "row is only known at launch",
-            binding.site, hint=f"use Grid.rows(\"{grid.param}\") and loop over the row, or follow a parameter "
-            "whose rows are static",
+            f"whose rows hold {grid_view.column_elements(grid_view.width)} elements: how many aligned vectors a "
+            "row holds is only known at launch",
+            binding.site, hint=f"use Grid.elements(\"{grid.param}\") (one thread per element, counted at launch), "
+            "or follow a parameter whose rows are static",
         ))
     for param, view in binding.pairs:
         out.extend(_param_checks(binding, param, view))

@@ -155,7 +155,11 @@ def view_model(view: View, site: str) -> ViewModel:
 
 
 def grid_shape(binding: Binding) -> tuple[int, int]:
-    """(bytes per thread for ``Grid.vectors``, else 0; threads per row of the grid's parameter)."""
+    """(bytes per thread for ``Grid.vectors``, else 0; threads per row of the grid's parameter).
+
+    For ``Grid.elements`` over a row counted in a symbol (``[H, D]`` fields), the
+    threads per row are this count times the symbol: see :func:`per_row_symbols`.
+    """
     grid = binding.kernel.grid
     view = binding.view(grid.param)
     if grid.per == "row":
@@ -164,6 +168,12 @@ def grid_shape(binding: Binding) -> tuple[int, int]:
         return 0, view.width
     vector_bytes = min(v.vector_bytes for _, v in binding.views)
     return vector_bytes, view.width * view.dtype.size // vector_bytes
+
+
+def per_row_symbols(binding: Binding) -> tuple[str, ...]:
+    """The symbols the threads per row are multiplied by at launch (``("D",)``), or none."""
+    grid = binding.kernel.grid
+    return binding.view(grid.param).column_unit.symbols if grid.per == "element" else ()
 
 
 def kernel_model(binding: Binding, views: dict[str, ViewModel], template: str, site: str) -> KernelModel:
@@ -184,6 +194,7 @@ def kernel_model(binding: Binding, views: dict[str, ViewModel], template: str, s
     grid = binding.kernel.grid
     vector_bytes, per_row = grid_shape(binding)
     count = f"{grid.param}.rows()" + ("" if per_row == 1 else f" * {per_row}")
+    count += "".join(f" * lg_{s}" for s in per_row_symbols(binding))
     wide = any(p.view.index_type != "int" for p in params)
     return KernelModel(
         name=binding.name,

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from ..program import Program
 from ..schema.dims import shape_text, strides_text
 from ..spec import Spec, launch_kernel
-from .model import grid_shape
+from .model import grid_shape, per_row_symbols
 
 
 @dataclass(frozen=True)
@@ -44,6 +44,7 @@ class PyKernel:
     symbols: tuple[str, ...]
     grid_param: int
     per_row: int
+    per_row_symbols: tuple[str, ...]  # symbols the threads per row are multiplied by at launch
     block: int
 
 
@@ -130,7 +131,7 @@ def module_model(spec: Spec, site_text: dict[int, str]) -> dict[str, object]:
         kernels.append(PyKernel(
             name=b.name, doc=b.kernel.doc or f"Kernel `{b.kernel.name}`.", params=tuple(params),
             symbols=tuple(symbols), grid_param=[p.name for p, _ in b.pairs].index(grid.param),
-            per_row=per_row, block=grid.block,
+            per_row=per_row, per_row_symbols=per_row_symbols(b), block=grid.block,
         ))
     by_name = {k.name: k for k in kernels}
     programs = [program_model(spec, p, by_name) for p in spec.programs]

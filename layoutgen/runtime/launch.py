@@ -109,6 +109,7 @@ class KernelSpec:
     grid_param: int  # index of the parameter the grid follows
     per_row: int  # threads per row of the grid's parameter (1, its width, or its vectors)
     block: int
+    per_row_symbols: tuple[str, ...] = ()  # symbols per_row is multiplied by (Grid.elements over [H, D] fields)
     debug: bool = False  # the debug build: check for an out-of-field access and scan outputs after each launch
 
 
@@ -241,6 +242,8 @@ class KernelLauncher:
         rows = 1
         for d in p.layout.dims:
             rows *= d if isinstance(d, int) else bound[d]
+        for s in self.spec.per_row_symbols:
+            rows *= bound[s]
         return rows * self.spec.per_row
 
     def function(self, device: int, arch: str) -> Launch:

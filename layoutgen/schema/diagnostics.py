@@ -73,7 +73,7 @@ CODES: dict[str, Code] = _registry(
     Code("LG207", "bad-binding", _E, "a binding names an unknown parameter or leaves one unbound"),
     Code("LG208", "invalid-kernel", _E, "a kernel declaration is malformed"),
     Code("LG209", "duplicate-kernel", _E, "two bindings generate a kernel of the same name"),
-    Code("LG210", "symbolic-grid", _E, "a grid per element or vector follows a view whose row width is symbolic"),
+    Code("LG210", "symbolic-grid", _E, "a grid per vector follows a view whose row width is symbolic"),
     # LG3xx: a program's launches disagree about who writes and reads what.
     Code("LG301", "read-before-write", _E, "a launch reads columns that no earlier launch wrote and no input provides"),
     Code("LG302", "overlapping-writers", _E, "two writes cover the same columns of one buffer without `overwrites=`"),
