@@ -88,10 +88,10 @@ def main() -> None:
         grid, block = ((B * K + 127) // 128,), (128,)
         nb, nk = np.int64(B), np.int64(K)
         rows.append(("raw CuPy RawKernel call", per_call_us(lambda: kernel(grid, block, (x, w, b, gates, y, nb, nk)), sync)))
+        values = [x.data.ptr, w.data.ptr, b.data.ptr, gates.data.ptr, y.data.ptr, B, K]
         try:
             packed = PackedLaunch(int(kernel.kernel.ptr), 7)
-            values = (x.data.ptr, w.data.ptr, b.data.ptr, gates.data.ptr, y.data.ptr, B, K)
-            rows.append(("cuLaunchKernel, packed buffer (no checks)",
+            rows.append(("cuLaunchKernel via cuda.bindings (no checks)",
                          per_call_us(lambda: packed(grid[0], 128, values, None), sync)))
         except ImportError as exc:
             rows.append((f"cuda.bindings unavailable: {exc}", float("nan")))

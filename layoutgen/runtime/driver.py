@@ -5,7 +5,10 @@ long``), so a launch is an array of 8-byte values. :class:`PackedLaunch`
 keeps that array and the ``void**`` that points into it alive for the
 kernel's lifetime and calls ``cuLaunchKernel`` with the array's address: no
 per-call conversion of arguments. :class:`CupyLaunch` is the fallback when
-``cuda.bindings`` is not installed (or ``LAYOUTGEN_LAUNCH=cupy``).
+``cuda.bindings`` is not installed (or ``LAYOUTGEN_LAUNCH=cupy``). Calling
+the driver library through ctypes instead was measured slower on an H200
+(5.5 µs against 5.0 µs for the bare launch; 14.7 µs against 8.9 µs for a
+whole launcher call), so it is not offered.
 """
 
 from __future__ import annotations

@@ -10,6 +10,8 @@ compiled until the first launch; the cubin comes from the on-disk cache.
 
 from __future__ import annotations
 
+import functools
+import operator
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -271,7 +273,8 @@ class KernelLauncher:
         threads = self.grid(arrays, bound)
         block = self.spec.block
         masks = tuple(p.align - 1 for p in self.spec.params)
-        plan = _Plan(device, (threads + block - 1) // block, block, tuple(bound[s] for s in self.spec.symbols), masks)
+        plan = _Plan(device, (threads + block - 1) // block, block, tuple(bound[s] for s in self.spec.symbols), masks,
+                     self.function(device, _arch(device)), functools.reduce(operator.or_, masks, 0))
         return plan, pointers
 
     def __call__(self, *arrays: Any, stream: Any = None) -> None:
@@ -282,12 +285,16 @@ class KernelLauncher:
         # pointers read and their alignment checked.
         key: list[Any] | None = [device]
         pointers: list[int] = []
+        cupy_array = _CUPY_NDARRAY
+        bits = 0  # every pointer or-ed together: alignment is checked at once when nothing is misaligned
         for a in arrays:
             kind = type(a)
-            if kind is _CUPY_NDARRAY:
+            if kind is cupy_array:
                 data = a.data
+                ptr = data.ptr
                 key += (a.shape, a.strides, a.dtype, data.device_id)  # type: ignore[operator]
-                pointers.append(data.ptr)
+                pointers.append(ptr)
+                bits |= ptr
                 continue
             reader = _FAST_READERS.get(kind)
             if reader is None:  # a kind of array without a fast reader: validate it every call
@@ -296,6 +303,7 @@ class KernelLauncher:
             signature, ptr = reader(a)
             key.append(signature)  # type: ignore[union-attr]
             pointers.append(ptr)
+            bits |= ptr
         plan = None if key is None else self._plans.get(tuple(key))
         if plan is None:
             plan, pointers = self._plan(arrays, device)
@@ -303,15 +311,17 @@ class KernelLauncher:
                 if len(self._plans) >= 256:
                     self._plans.clear()
                 self._plans[tuple(key)] = plan
-        else:
+        elif bits & plan.any_mask:  # some pointer is off the widest alignment: check each against its own
             for ptr, mask in zip(pointers, plan.masks):
                 if ptr & mask:
                     self.bind(arrays, device)  # raises LG606 naming the parameter
         if plan.blocks:
-            arch = _arch(device)
-            self.function(device, arch)(plan.blocks, plan.block, pointers + list(plan.symbols), stream)
             if self.spec.debug:
-                self.after_launch(device, arch, pointers, plan.symbols, stream)
+                plan.launch(plan.blocks, plan.block, [*pointers, *plan.symbols], stream)
+                self.after_launch(device, _arch(device), pointers, plan.symbols, stream)
+            else:
+                pointers.extend(plan.symbols)
+                plan.launch(plan.blocks, plan.block, pointers, stream)
 
     def after_launch(self, device: int, arch: str, pointers: list[int], symbols: tuple[int, ...] | list[int],
                      stream: Any) -> None:
@@ -331,6 +341,8 @@ class _Plan:
     block: int
     symbols: tuple[int, ...]
     masks: tuple[int, ...]  # alignment - 1 of each parameter
+    launch: Launch  # the loaded kernel on this plan's device
+    any_mask: int  # the masks or-ed: a pointer with none of these bits set is aligned for every parameter
 
 
 def _cupy_reader(a: Any) -> tuple[tuple[Any, ...], int]:

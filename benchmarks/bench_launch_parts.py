@@ -1,0 +1,87 @@
+"""Where the generated launcher's per-call time goes: each step of its hot path timed alone.
+
+Run on a GPU machine from the repository root:
+
+    PYTHONPATH=. python3 benchmarks/bench_launch_parts.py
+
+Same arrays and kernel as bench_launch.py (an empty kernel, five CuPy arrays
+and two sizes). Each row repeats one step of ``KernelLauncher.__call__`` N
+times; the launches are synchronized every round. Prints a table; no assertion.
+"""
+
+from __future__ import annotations
+
+import statistics
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from bench_launch import ROOT, generated_module
+
+N, ROUNDS = 20000, 7
+
+
+def per_call_us(fn: Callable[[], object], sync: Callable[[], None]) -> float:
+    for _ in range(1000):
+        fn()
+    sync()
+    rounds = []
+    for _ in range(ROUNDS):
+        start = time.perf_counter()
+        for _ in range(N):
+            fn()
+        sync()
+        rounds.append((time.perf_counter() - start) / N * 1e6)
+    return statistics.median(rounds)
+
+
+def main() -> None:
+    import cupy
+
+    from layoutgen.runtime import launch
+    from layoutgen.runtime.driver import stream_handle
+
+    B, K = 64, 32
+    arrays = (cupy.zeros((B, K, 56), cupy.float32), cupy.zeros((40, 40), cupy.float32), cupy.zeros(40, cupy.float32),
+              cupy.zeros((B, K, 40), cupy.float32), cupy.zeros((B, K, 40), cupy.float32))
+    sync = cupy.cuda.runtime.deviceSynchronize
+    with tempfile.TemporaryDirectory(dir=ROOT) as tmp:
+        module = generated_module(Path(tmp))
+        launcher = module._empty
+        launcher(*arrays)  # compile, load, plan
+        device = launch._device()
+        arch = launch._arch(device)
+        fn = launcher.function(device, arch)
+        plan = next(iter(launcher._plans.values()))
+        values = [a.data.ptr for a in arrays] + list(plan.symbols)
+
+        def read_arrays() -> list[object]:
+            key: list[object] = [device]
+            for a in arrays:
+                data = a.data
+                key += (a.shape, a.strides, a.dtype, data.device_id)
+                data.ptr
+            return key
+
+        key = read_arrays()
+        rows = [
+            ("the whole launcher call", lambda: launcher(*arrays)),
+            ("_device()", launch._device),
+            ("read 5 arrays into the key", read_arrays),
+            ("tuple(key) and the plan lookup", lambda: launcher._plans.get(tuple(key))),
+            ("_arch() and function()", lambda: launcher.function(device, launch._arch(device))),
+            ("stream_handle(None)", lambda: stream_handle(None)),
+            ("the packed launch alone", lambda: fn(plan.blocks, plan.block, values, None)),
+            ("a.shape of one array", lambda: arrays[0].shape),
+            ("a.strides of one array", lambda: arrays[0].strides),
+            ("a.data.ptr of one array", lambda: arrays[0].data.ptr),
+        ]
+        print(f"{'step':<36} {'µs/call':>9}")
+        for name, step in rows:
+            print(f"{name:<36} {per_call_us(step, sync):>9.3f}")
+    print(f"device: {cupy.cuda.runtime.getDeviceProperties(0)['name'].decode()}, N={N}, median of {ROUNDS} rounds")
+
+
+if __name__ == "__main__":
+    main()
