@@ -6,34 +6,15 @@ Run on a GPU machine from the repository root:
 
 Same arrays and kernel as bench_launch.py (an empty kernel, five CuPy arrays
 and two sizes). Each row repeats one step of ``KernelLauncher.__call__`` N
-times; the launches are synchronized every round. Prints a table; no assertion.
+times, timed as bench_launch.py times a call. Prints a table; no assertion.
 """
 
 from __future__ import annotations
 
-import statistics
 import tempfile
-import time
-from collections.abc import Callable
 from pathlib import Path
 
-from bench_launch import ROOT, generated_module
-
-N, ROUNDS = 20000, 7
-
-
-def per_call_us(fn: Callable[[], object], sync: Callable[[], None]) -> float:
-    for _ in range(1000):
-        fn()
-    sync()
-    rounds = []
-    for _ in range(ROUNDS):
-        start = time.perf_counter()
-        for _ in range(N):
-            fn()
-        sync()
-        rounds.append((time.perf_counter() - start) / N * 1e6)
-    return statistics.median(rounds)
+from bench_launch import N, ROOT, ROUNDS, generated_module, per_call_us
 
 
 def main() -> None:

@@ -115,7 +115,7 @@ class ProgramRunner:
                     n = len(launcher.spec.params)
                     launcher.after_launch(device, _arch(device), values[:n], values[n:], stream)
 
-    def capture(self, *arrays: Any, stream: Any = None) -> ProgramGraph:
+    def capture(self, *arrays: Any) -> ProgramGraph:
         """Record the launches over these buffers into a CUDA graph; nothing runs until ``replay``.
 
         The graph holds the buffers' addresses: replaying it after one of them is
