@@ -98,9 +98,9 @@ def InOut(name: str, shape: Sequence[Dim | int | str], *, contiguous: bool = Fal
     return _param("inout", name, shape, contiguous, vector, dtype)
 
 
-#: Names the generated kernel (the thread's index) or launcher (``stream=``) defines
+#: Names the generated kernel (the thread's index) or launcher (``stream=``, ``unwrap``) defines
 #: next to the parameters and shape symbols.
-GENERATED_NAMES = ("row", "element", "vector", "stream")
+GENERATED_NAMES = ("row", "element", "vector", "stream", "unwrap")
 
 
 def _check_clashes(kernel: str, params: Sequence[Param]) -> None:

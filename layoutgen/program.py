@@ -37,6 +37,10 @@ def _program_error(message: str, site: Site | None, hint: str | None = None) -> 
     return ProgramError(Diagnostic("LG305", message, site, hint))
 
 
+#: Names the generated runner defines next to its buffer arguments.
+BUFFER_RESERVED = frozenset({"stream", "unwrap"})
+
+
 @dataclass(frozen=True, eq=False)
 class Buffer:
     """A named array of one layout that a program's launches read and write.
@@ -58,6 +62,9 @@ class Buffer:
         problem = name_problem(name)
         if problem:
             raise _program_error(f"a buffer name {problem[1]}", site)
+        if name in BUFFER_RESERVED:  # the generated runner takes buffers by keyword next to these
+            raise _program_error(f"a buffer may not be named `{name}`: the generated runner uses that name", site,
+                                 hint="rename the buffer")
         if not isinstance(layout, Layout):
             raise _program_error(f"buffer `{name}` needs a layout, got {layout!r}", site)
         for flag, value in (("input", input), ("output", output)):
@@ -143,12 +150,13 @@ class Launch:
         if isinstance(overwrites, str) or not all(isinstance(o, str) for o in overwrites):
             raise _program_error(f"`overwrites` of a launch of `{declared.name}` must be a list of parameter "
                                  f"names, got {overwrites!r}", site)
-        written = [p.name for p in declared.params if p.writes]
+        replacing = [p.name for p in declared.params if p.access == "out"]
         for o in overwrites:
-            if o not in written:
+            if o not in replacing:
                 raise _program_error(
-                    f"`overwrites` names `{o}`, which is not a written parameter of `{declared.name}`", site,
-                    hint="list Out or InOut parameters: " + ", ".join(written),
+                    f"`overwrites` names `{o}`, which is not an Out parameter of `{declared.name}` (an InOut "
+                    f"reads what it updates, so it never needs it)", site,
+                    hint="list Out parameters: " + (", ".join(replacing) or "it has none"),
                 )
         if isinstance(kernel, Kernel):
             views = {k: (v.view if isinstance(v, BufferView) else v.layout.view) for k, v in args.items()}
@@ -157,7 +165,7 @@ class Launch:
             if name is not None:
                 raise _program_error(f"`name=` names a new binding; `{kernel.name}` is already bound", site)
             binding = kernel
-            known = {p.name for p in binding.kernel.params}
+            known = [p.name for p in binding.kernel.params]
             unknown = [k for k in args if k not in known]
             missing = [p for p in known if p not in args]
             if unknown or missing:

@@ -7,9 +7,17 @@ from dataclasses import dataclass
 
 from .kernels import Binding, KernelError
 from .program import Launch, Program, ProgramError
-from .schema import Layout
+from .schema import Layout, View
 from .schema.diagnostics import Diagnostic, Site, caller_site
 from .schema.names import name_problem
+
+
+#: What the generated Python module imports or defines at top level besides the spec's names:
+#: a kernel, layout or program of that name would replace it.
+MODULE_NAMES = frozenset({
+    "annotations", "Path", "Any", "KernelLauncher", "KernelSpec", "LayoutSpec", "ParamSpec", "BufferSpec",
+    "ProgramGraph", "ProgramRunner", "ProgramSpec", "StepSpec", "Array", "DeviceArray", "LayoutTag", "unwrap",
+})
 
 
 @dataclass(frozen=True, eq=False)
@@ -68,6 +76,14 @@ class Spec:
                     hint=f"name the binding: {b.kernel.name}.bind(name=\"...\", ...), or rename the layout",
                 ))
         taken = {b.name: "a kernel" for b in kernels} | {lay.name: "a layout" for lay in ordered.values()}
+        for generated, what in taken.items():
+            if generated in MODULE_NAMES:
+                thing = next((b for b in kernels if b.name == generated), None)
+                raise KernelError(Diagnostic(
+                    "LG208", f"{what} named `{generated}` would replace a name the generated Python module imports",
+                    thing.site if thing else site, hint="rename it",
+                ))
+        taken |= {n: "a name the generated module imports" for n in MODULE_NAMES}
         for prog in programs:
             for generated in (prog.name, f"capture_{prog.name}"):
                 if generated in taken:  # the spec's own name is free: runners are Python only
@@ -87,8 +103,13 @@ class Spec:
 def same_binding(a: Binding, b: Binding) -> bool:
     """Whether two bindings generate the same kernel: one declared kernel, the same columns of the same layouts."""
     return a.kernel is b.kernel and a.name == b.name and all(
-        x[0] == y[0] and x[1].layout is y[1].layout and x[1].region == y[1].region for x, y in zip(a.views, b.views)
+        x[0] == y[0] and same_view(x[1], y[1]) for x, y in zip(a.views, b.views)
     )
+
+
+def same_view(a: View, b: View) -> bool:
+    """The same elements of the same layout: one field, and one range of the named axis."""
+    return a.layout is b.layout and a.region == b.region and a.box == b.box
 
 
 def _with_program_bindings(kernels: Sequence[Binding], programs: Sequence[Program]) -> list[Binding]:

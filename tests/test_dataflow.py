@@ -12,6 +12,7 @@ from __future__ import annotations
 import itertools
 import shutil
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -19,13 +20,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from examples.vsn import spec as vsn
-from layoutgen import Buffer, Launch, Program, ProgramError, Spec
+from layoutgen import Buffer, In, Kernel, Launch, Out, Program, ProgramError, Spec, dims
 from layoutgen.checks import check_spec
 from layoutgen.checks.dataflow import Box, check_program, uncovered
 from layoutgen.schema.diagnostics import Severity
 from tests.test_cli import layoutgen
 
 DATAFLOW = Path(__file__).resolve().parent / "specs" / "dataflow"
+N, T, R, C = dims("N T R C")
 
 
 def marked_line(spec: str) -> int:
@@ -159,7 +161,7 @@ def test_malformed_programs_are_refused_at_the_users_line() -> None:
         line = here(); Launch(vsn.mse_grad, y=vsn.y, target="target", grad_y=vsn.grad_y)  # noqa: E702
     assert err.value.code == "LG305" and err.value.site is not None and err.value.site.line == line
     assert "`mse_grad.target` must be given a buffer" in str(err.value)
-    with pytest.raises(ProgramError, match="`overwrites` names `y`, which is not a written parameter"):
+    with pytest.raises(ProgramError, match="`overwrites` names `y`, which is not an Out parameter"):
         Launch(vsn.mse_grad, y=vsn.y, target=vsn.target, grad_y=vsn.grad_y, overwrites=["y"])
     with pytest.raises(ProgramError, match="two buffers named `y`"):
         Program("p", [Launch(vsn.mse_grad, y=Buffer("y", vsn.Features), target=vsn.target, grad_y=vsn.grad_y),
@@ -178,7 +180,8 @@ def test_a_buffer_field_outside_the_binding_is_a_layout_mismatch() -> None:
     launch = Launch(binding, x=vsn.window.context, W=vsn.W, b=vsn.b, gates=vsn.gates, y=vsn.y)
     (diag,) = check_program(Program("p", [launch]))
     assert diag.code == "LG304"
-    assert "is bound to Window.snap (columns 0..40)" in diag.message and "`window` columns 40..56" in diag.message
+    assert diag.message == ("`variable_selection_fwd.x` is bound to Window.snap (columns 0..40) but program `p` gives it "
+                            "`window.context` (columns 40..56)")
 
 
 def test_generated_module_runs_programs_and_captures_them() -> None:
@@ -240,3 +243,67 @@ def test_a_program_may_not_take_a_name_the_generated_module_uses() -> None:
         Spec("x", kernels=[vsn.variable_selection_fwd.bind(name="capture_step", x=vsn.Window.snap, W=vsn.Weights,
                                                              b=vsn.Bias, gates=vsn.Features, y=vsn.Features)],
              programs=[step])
+
+
+# -- review fixes: named ranges, padding, races, reserved names ---------------------------
+
+
+def _ranges() -> Any:
+    import importlib.util
+
+    path = Path(__file__).resolve().parent / "specs" / "ranges" / "spec.py"
+    module_spec = importlib.util.spec_from_file_location("ranges_spec_for_dataflow", path)
+    assert module_spec is not None and module_spec.loader is not None
+    module = importlib.util.module_from_spec(module_spec)
+    module_spec.loader.exec_module(module)
+    return module
+
+
+def test_another_named_range_is_another_kernel_and_another_view() -> None:
+    r = _ranges()
+    obs = Buffer("obs", r.Obs, input=True, output=True)
+    t1 = r.scale_rows.bind(x=r.Obs.t1.x)
+    # A launch over t2 is not the t1 kernel: it needs its own binding (and name).
+    found = check_spec(Spec("s", kernels=[t1], programs=[Program("p", [Launch(r.scale_rows, x=obs.t2.x)])]))
+    assert [d.code for d in found] == ["LG209"]
+    (diag,) = check_program(Program("p", [Launch(t1, x=obs.t2.x)]))
+    assert diag.code == "LG304" and diag.message == (
+        "`scale_rows.x` is bound to Obs.t1.x (elements [:, 0..3, :, 0..30]) but program `p` gives it `obs.t2.x` "
+        "(elements [:, 3..8, :, 0..30])")
+
+
+def test_padding_is_neither_read_nor_owed() -> None:
+    r = _ranges()
+    src = Buffer("src", r.Obs, input=True)
+    obs = Buffer("obs", r.Obs, output=True)
+    copy_all = Kernel("copy_all", "unused.cu.j2", [In("src", [N, T, R, C]), Out("dst", [N, T, R, C])])
+    # Every x written (all 8 terms, columns 0..30): only padding is left (columns 30..32), and it is owed nothing.
+    assert check_program(Program("p", [Launch(copy_all, src=src.x, dst=obs.x)])) == []
+    # Reading the whole rows of what was written skips the padding too.
+    scratch = Buffer("scratch", r.Obs)
+    found = check_program(Program("p", [Launch(copy_all, src=src.x, dst=scratch.x),
+                                        Launch(copy_all, name="again", src=scratch.whole, dst=obs.whole)]))
+    assert [d.code for d in found] == []
+
+
+def test_reading_what_the_same_launch_writes_is_a_race() -> None:
+    found = check_program(Program("p", [
+        Launch(vsn.mse_grad, y=vsn.y, target=vsn.target, grad_y=vsn.grad_y),
+        Launch(vsn.mse_grad, name="mse_in_place", y=vsn.grad_y, target=vsn.target, grad_y=vsn.grad_y,
+               overwrites=["grad_y"]),
+    ]))
+    race = [d for d in found if d.code == "LG302"]
+    assert len(race) == 1 and race[0].message.startswith(
+        "`mse_in_place.y` reads columns 0..40 of `grad_y` (Features), which `mse_in_place.grad_y` of the same launch "
+        "writes: the kernel's threads race on them")
+
+
+def test_names_the_generated_module_uses_are_refused() -> None:
+    with pytest.raises(ProgramError, match="a buffer may not be named `stream`"):
+        Buffer("stream", vsn.Features)
+    with pytest.raises(ProgramError, match="would define `unwrap` in the generated module"):
+        Spec("x", programs=[Program("unwrap", list(vsn.vsn_step.launches))])
+    from layoutgen import KernelError
+
+    with pytest.raises(KernelError, match="a layout named `Path` would replace a name the generated Python module"):
+        Spec("x", layouts=[vsn.Layout("Path", [vsn.B], vsn.f32, width=4)])

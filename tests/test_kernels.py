@@ -222,7 +222,7 @@ def test_a_spec_collects_the_layouts_its_bindings_use_once_each_in_order() -> No
 
 def test_lg208_a_parameter_named_like_a_generated_local_or_a_symbol(site_of: SiteOf) -> None:
     """`row`, `element`, `vector`, `stream` and the kernel's own symbols are declared by generated code."""
-    generated = "a name the generated code defines (row, element, vector, stream)"
+    generated = "a name the generated code defines (row, element, vector, stream, unwrap)"
     err = raises(lambda: Kernel("k", "k.cu.j2", [
         In("x", [B, F]),
         Out("row", [B, F]),  # site: param row

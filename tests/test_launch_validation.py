@@ -288,12 +288,12 @@ def test_a_launch_the_driver_refuses_is_a_launch_error() -> None:
 
     packed_launch = object.__new__(PackedLaunch)  # without cuda.bindings: its driver call faked
     packed_launch.__dict__.update(
-        _launch=lambda *args: ("CUDA_ERROR_INVALID_VALUE",), _success="CUDA_SUCCESS", _function=0,
+        _launch=lambda *args: ("CUDA_ERROR_INVALID_VALUE",), _success="CUDA_SUCCESS", _function=0, _name="fwd",
         _values=(ctypes.c_uint64 * 1)(), _address=0, _streams={}, _stream_type=int, _lock=threading.Lock(),
     )
     with pytest.raises(LaunchError) as info:
         packed_launch(1, 32, [0], 0)
-    assert info.value.code == "LG609" and "cuLaunchKernel failed: 'CUDA_ERROR_INVALID_VALUE'" in str(info.value)
+    assert info.value.code == "LG609" and "cuLaunchKernel of `fwd` failed: 'CUDA_ERROR_INVALID_VALUE'" in str(info.value)
 
     import cupy
 
@@ -306,7 +306,7 @@ def test_a_launch_the_driver_refuses_is_a_launch_error() -> None:
 
     stream = type("Stream", (), {"__module__": "cupy.cuda.stream"})()
     with pytest.raises(LaunchError) as info:
-        CupyLaunch(refuse)(1, 32, [0], stream)
+        CupyLaunch(refuse, "fwd")(1, 32, [0], stream)
     assert info.value.code == "LG609" and "CUDA_ERROR_INVALID_VALUE" in str(info.value)
 
 

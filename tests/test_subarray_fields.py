@@ -315,3 +315,13 @@ def test_a_grid_per_element_of_a_symbolic_row_is_counted_at_launch() -> None:
     assert qkv._rope.grid((), {"B": 2, "S": 3, "D": 64}) == 2 * 3 * 32 * 64
     assert qkv._kv_split.grid((), {"B": 2, "S": 3, "D": 64}) == 2 * 8 * 3 * 64
     assert "if (element >= q.rows() * 32 * lg_D) return;" in (REPO / "generated/qkv/rope.cu").read_text()
+
+
+def test_a_dim_derived_from_another_shape_is_refused() -> None:
+    from layoutgen import LayoutError
+
+    with pytest.raises(LayoutError, match=r"is `D\*48`, a product of dims taken from another shape") as info:
+        Layout("Flat", [B], f32, width=QKV.shape[-1])
+    assert info.value.code == "LG110"
+    with pytest.raises(LayoutError, match="the shape of parameter `x`"):
+        InOut("x", [B, S, QKV.shape[-1]])

@@ -15,7 +15,8 @@ import itertools
 from dataclasses import dataclass
 
 from ..program import Buffer, Launch, Program
-from ..schema import View
+from ..spec import same_view
+from ..schema import Layout, View
 from ..schema.diagnostics import Diagnostic
 
 Interval = tuple[int, int]
@@ -39,6 +40,17 @@ def view_box(view: View) -> Box:
         (0, dim.size if dim.size is not None else UNBOUNDED)
         for axis, (iv, dim) in enumerate(zip(view.box, shape))
     )
+
+
+def pad_boxes(layout: Layout) -> list[Box]:
+    """The boxes of the layout's declared padding: columns of the row, and ranges of the named axis."""
+    full = view_box(layout.view)
+    boxes: list[Box] = [(*full[:-1], (r.start, r.stop)) for _, r in layout.record.walk() if r.kind == "pad"]
+    if layout.axis_ranges is not None and layout.named_axis is not None:
+        axis = layout.named_axis
+        boxes += [(*full[:axis], (r.start, r.stop), *full[axis + 1 :])
+                  for _, r in layout.axis_ranges.walk() if r.kind == "pad"]
+    return boxes
 
 
 def overlap(a: Box, b: Box) -> Box | None:
@@ -83,17 +95,20 @@ def _merge(cells: list[Box]) -> list[Box]:
     return boxes
 
 
+def where(box: Box, layout: Layout) -> str:
+    """``columns 40..56``, or ``elements [:, 0..3, :, :]`` where the box is not whole on the leading axes."""
+    full = view_box(layout.view)
+    if box[:-1] == full[:-1]:
+        return f"columns {box[-1][0]}..{box[-1][1]}"
+    parts = [":" if iv == whole else f"{iv[0]}..{iv[1]}" for iv, whole in zip(box, full)]
+    return "elements [" + ", ".join(parts) + "]"
+
+
 def describe_box(box: Box, buffer: Buffer) -> str:
     """``columns 40..56 of `window` (Window.context)``, naming the fields the box is exactly."""
     layout = buffer.layout
-    full = view_box(layout.view)
-    if box[:-1] == full[:-1]:
-        where = f"columns {box[-1][0]}..{box[-1][1]}"
-    else:
-        parts = [":" if iv == whole else f"{iv[0]}..{iv[1]}" for iv, whole in zip(box, full)]
-        where = "elements [" + ", ".join(parts) + "]"
     names = [v.name for v in [layout.view, *layout.fields()] if view_box(v) == box]
-    return f"{where} of `{buffer.name}`" + (f" ({names[0]})" if names else f" ({layout.name})")
+    return f"{where(box, layout)} of `{buffer.name}`" + (f" ({names[0]})" if names else f" ({layout.name})")
 
 
 @dataclass(frozen=True)
@@ -123,11 +138,12 @@ def _layout_mismatches(program: Program) -> list[Diagnostic]:
                     hint=f"give it a buffer of layout {bound.layout.name}, or launch the kernel itself so that it "
                     f"is bound to the buffer's view",
                 ))
-            elif arg.view.region != bound.region:
+            elif not same_view(arg.view, bound):
                 out.append(Diagnostic(
-                    "LG304", f"{_who(launch, arg.param)} is bound to {bound.name} (columns {bound.cols}) but "
-                    f"program `{program.name}` gives it `{arg.buffer.name}` columns {arg.view.cols} "
-                    f"({arg.view.name})", launch.site,
+                    "LG304", f"{_who(launch, arg.param)} is bound to {bound.name} ({where(view_box(bound), bound.layout)}) "
+                    f"but program `{program.name}` gives it `{arg.buffer.name}"
+                    + (f".{arg.view.path}" if arg.view.path else "") + f"` ({where(view_box(arg.view), bound.layout)})",
+                    launch.site,
                     hint=f"give `{arg.buffer.name}.{bound.path}`" if bound.path else f"give `{arg.buffer.name}`",
                 ))
     return out
@@ -145,7 +161,8 @@ def check_program(program: Program) -> list[Diagnostic]:
             if not params[arg.param].reads:
                 continue
             box = view_box(arg.view)
-            covers = [w.box for w in written[arg.buffer.name]]
+            # Padding holds nothing to read: a whole-row view reads around it.
+            covers = [w.box for w in written[arg.buffer.name]] + pad_boxes(arg.buffer.layout)
             if arg.buffer.input:
                 covers.append(view_box(arg.buffer.layout.view))
             for missing in uncovered(box, covers):
@@ -179,6 +196,7 @@ def check_program(program: Program) -> list[Diagnostic]:
                          f"the earlier one"),
                 ))
             mine.append(write)
+        out.extend(_read_while_written(launch, mine))
         for w in mine:
             written[launch.arg(w.param).buffer.name].append(w)
     out.extend(_never_written(program, written))
@@ -193,12 +211,30 @@ def _never_written(program: Program, written: dict[str, list[_Write]]) -> list[D
         if not buffer.output or buffer.input:
             continue
         whole = view_box(buffer.layout.view)
-        for missing in uncovered(whole, [w.box for w in written[buffer.name]]):
+        for missing in uncovered(whole, [w.box for w in written[buffer.name]] + pad_boxes(buffer.layout)):
             out.append(Diagnostic(
                 "LG301", f"program `{program.name}` returns {describe_box(missing, buffer)}, which no launch "
                 f"writes", buffer.site,
                 hint="launch a kernel that writes it, or declare the buffer with input=True if the caller fills it",
             ))
+    return out
+
+
+def _read_while_written(launch: Launch, writes: list[_Write]) -> list[Diagnostic]:
+    """LG302 for an In parameter reading elements another parameter of the same launch writes: a race."""
+    out = []
+    for arg in launch.args:
+        if launch.binding.kernel.param(arg.param).access != "in":
+            continue
+        for w in writes:
+            common = overlap(view_box(arg.view), w.box) if launch.arg(w.param).buffer is arg.buffer else None
+            if common is not None:
+                out.append(Diagnostic(
+                    "LG302", f"{_who(launch, arg.param)} reads {describe_box(common, arg.buffer)}, which "
+                    f"{_who(launch, w.param)} of the same launch writes: the kernel's threads race on them",
+                    launch.site, hint="to update in place, declare one InOut parameter; otherwise give the output "
+                    "its own buffer or columns",
+                ))
     return out
 
 

@@ -34,6 +34,7 @@ class PyParam:
     align: int
     offset: int  # the field's first column
     field_width: int
+    axis_rows: tuple[int, int, int] | None  # (named axis, start, stop) where the view covers a range of it
 
 
 @dataclass(frozen=True)
@@ -114,6 +115,7 @@ def module_model(spec: Spec, site_text: dict[int, str]) -> dict[str, object]:
     ]
     kernels = []
     for b in spec.kernels:
+        vector_bytes, _ = grid_shape(b)  # Grid.vectors: every array must allow the kernel's accesses
         params = []
         symbols: dict[str, None] = {}
         for param, view in b.pairs:
@@ -122,7 +124,11 @@ def module_model(spec: Spec, site_text: dict[int, str]) -> dict[str, object]:
                 name=param.name, access=param.access, layout=lay.name,
                 layout_text=f"{lay.name} {shape_text(lay.shape)} {lay.dtype}",
                 view=view.name, cols=view.cols, strides=strides_text(view.strides),
-                align=max(param.vector or 0, lay.dtype.size), offset=view.offset, field_width=view.width,
+                align=max(param.vector or 0, vector_bytes, lay.dtype.size), offset=view.offset,
+                field_width=view.width, axis_rows=(
+                    (lay.named_axis, view.axis_range.start, view.axis_range.stop)
+                    if view.axis_range is not None and lay.named_axis is not None else None
+                ),
             ))
             for s in lay.symbols:
                 symbols.setdefault(s, None)

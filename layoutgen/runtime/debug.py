@@ -40,13 +40,28 @@ def _synchronize(stream: Any) -> None:
     cupy.cuda.runtime.streamSynchronize(stream_handle(stream))
 
 
+def _fault_record(module: Any) -> Any:
+    import cupy
+
+    return cupy.ndarray((_FAULT_FIELDS,), cupy.int64, memptr=module.get_global(FAULT_SYMBOL))
+
+
+def clear_fault(module: Any, stream: Any) -> None:
+    """Zero the module's fault record on ``stream``, ahead of a launch."""
+    import cupy
+
+    from .driver import stream_handle
+
+    record = _fault_record(module)
+    cupy.cuda.runtime.memsetAsync(record.data.ptr, 0, record.nbytes, stream_handle(stream))
+
+
 def check_fault(spec: KernelSpec, module: Any, stream: Any) -> None:
     """Raise :class:`KernelFault` when the launch just made on ``stream`` left a fault; clear it."""
     import cupy
 
     _synchronize(stream)
-    pointer = module.get_global(FAULT_SYMBOL)
-    record = cupy.ndarray((_FAULT_FIELDS,), cupy.int64, memptr=pointer)
+    record = _fault_record(module)
     hit, param, row, col, rows, width = (int(v) for v in record.get())
     if not hit:
         return
@@ -68,21 +83,31 @@ def scan_outputs(spec: KernelSpec, pointers: list[int], symbols: dict[str, int])
     import numpy as np
 
     for p, pointer in zip(spec.params, pointers):
-        if not p.writes or p.cols is None or np.dtype(p.layout.numpy).kind not in "fc":
-            continue
         layout = p.layout
-        shape = (*(d if isinstance(d, int) else symbols[d] for d in layout.dims), layout.width)
+        bf16 = layout.dtype == "bf16"  # stored as uint16 words: NaN and Inf have every exponent bit set
+        if not p.writes or p.cols is None or not (bf16 or np.dtype(layout.numpy).kind in "fc"):
+            continue
+        unit = 1 if layout.unit is None else symbols[layout.unit]  # columns count `unit` elements each
+        shape = (*(d if isinstance(d, int) else symbols[d] for d in layout.dims), layout.width * unit)
         size = int(np.prod(shape)) * layout.itemsize
         memory = cupy.cuda.UnownedMemory(pointer, size, owner=None)
         whole = cupy.ndarray(shape, layout.numpy, memptr=cupy.cuda.MemoryPointer(memory, 0))
-        field = whole[..., p.cols[0]:p.cols[1]]
-        bad = ~cupy.isfinite(field)
+        window: list[slice] = [slice(None)] * len(shape)
+        window[-1] = slice(p.cols[0] * unit, p.cols[1] * unit)
+        if p.rows is not None:  # a named range: only those entries of that axis are the view's
+            window[p.rows[0]] = slice(p.rows[1], p.rows[2])
+        field = whole[tuple(window)]
+        bad = (field & 0x7F80) == 0x7F80 if bf16 else ~cupy.isfinite(field)
         if not bool(bad.any()):
             continue
         index = tuple(int(i) for i in cupy.argwhere(bad)[0].get())
-        value = float(field[index].get())
-        at = (*index[:-1], index[-1] + p.cols[0])
-        what = "NaN" if value != value else ("Inf" if value > 0 else "-Inf")
+        at = tuple(i + (s.start or 0) for i, s in zip(index, window))
+        if bf16:
+            bits = int(field[index].get())
+            what = "NaN" if bits & 0x7F else ("-Inf" if bits & 0x8000 else "Inf")
+        else:
+            value = float(field[index].get())
+            what = "NaN" if value != value else ("Inf" if value > 0 else "-Inf")
         raise NonFiniteOutput(Diagnostic(
             "LG612", f"`{spec.name}` wrote {what} to `{p.name}` ({p.view}) at index "
             f"[{', '.join(map(str, at))}] of the {layout.name} array",

@@ -70,9 +70,10 @@ def cupy_stream(stream: Any) -> Any:
 class PackedLaunch:
     """``cuLaunchKernel`` with a parameter buffer packed once and refreshed in place."""
 
-    def __init__(self, function: int, n_values: int) -> None:
+    def __init__(self, function: int, n_values: int, name: str = "") -> None:
         from cuda.bindings import driver
 
+        self._name = name
         self._launch = driver.cuLaunchKernel
         self._success = driver.CUresult.CUDA_SUCCESS
         self._function = driver.CUfunction(function)
@@ -89,28 +90,35 @@ class PackedLaunch:
         handle = stream_handle(stream)
         cu_stream = self._streams.get(handle)
         if cu_stream is None:
+            if len(self._streams) >= 64:  # streams come and go (a graph capture makes one): keep a few
+                self._streams.clear()
             cu_stream = self._streams[handle] = self._stream_type(handle)
         with self._lock:
             self._values[:] = values  # type: ignore[assignment]
             (err,) = self._launch(self._function, blocks, 1, 1, block, 1, 1, 0, cu_stream, self._address, 0)
         if err != self._success:
-            raise _refused(repr(err))
+            raise _refused(self._name, repr(err))
 
 
-def _refused(reason: str) -> Exception:
+def _refused(kernel: str, reason: str) -> Exception:
     """LG609 as a LaunchError, like every other refused launch."""
     from .launch import LaunchError  # late: launch imports this module; only on the error path
 
-    return LaunchError(Diagnostic("LG609", f"cuLaunchKernel failed: {reason}"))
+    return LaunchError(Diagnostic(
+        "LG609", f"cuLaunchKernel of `{kernel}` failed: {reason}",
+        hint="the driver also reports here an error that an earlier kernel left on the device: run with "
+        "CUDA_LAUNCH_BLOCKING=1, or the debug build, to find the kernel that made it",
+    ))
 
 
 class CupyLaunch:
     """A launch through CuPy's ``Function`` (numpy scalars for every value)."""
 
-    def __init__(self, function: Any) -> None:
+    def __init__(self, function: Any, name: str = "") -> None:
         import cupy
         import numpy as np
 
+        self._name = name
         self._function = function
         self._cupy = cupy
         self._u64 = np.uint64
@@ -121,14 +129,14 @@ class CupyLaunch:
         try:
             self._function((blocks,), (block,), tuple(map(self._u64, values)), stream=stream)
         except self._driver_error as exc:
-            raise _refused(str(exc)) from exc
+            raise _refused(self._name, str(exc)) from exc
 
 
-def make_launch(kernel: Any, n_values: int) -> Launch:
-    """The fastest launch available for a CuPy ``RawKernel``."""
+def make_launch(kernel: Any, n_values: int, name: str = "") -> Launch:
+    """The fastest launch available for a CuPy ``RawKernel`` (``name`` is the kernel's, for messages)."""
     if os.environ.get(LAUNCH_ENV, "") != "cupy":
         try:
-            return PackedLaunch(int(kernel.kernel.ptr), n_values)
+            return PackedLaunch(int(kernel.kernel.ptr), n_values, name)
         except ImportError:
             pass
-    return CupyLaunch(kernel)
+    return CupyLaunch(kernel, name)

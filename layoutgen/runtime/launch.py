@@ -93,7 +93,8 @@ class ParamSpec:
     layout: LayoutSpec
     view: str  # "Window.snap"
     align: int  # bytes the base pointer must be aligned to
-    cols: tuple[int, int] | None = None  # the field's columns; debug builds scan written ones for NaN/Inf
+    cols: tuple[int, int] | None = None  # the field's columns (in the layout's unit); debug builds scan written ones
+    rows: tuple[int, int, int] | None = None  # debug builds: (axis, start, stop) of a named range the view covers
 
     @property
     def writes(self) -> bool:
@@ -126,12 +127,18 @@ def _who(kernel: str, p: ParamSpec) -> str:
 
 
 def _overlapping_axis(shape: tuple[int, ...], strides: tuple[int, ...]) -> int | None:
-    """An axis whose stride (0, or shorter than the axes inside it span) makes elements share memory."""
-    span = 0  # elements spanned by the axes already seen, innermost first by |stride|
+    """An axis whose stride surely makes elements share memory: 0, or shorter than the dense block inside it.
+
+    Only sure cases: strides that interleave without a dense inner block may
+    or may not overlap, and are refused as not packed (LG604) instead.
+    """
+    block, dense = 1, True  # elements of the block the axes seen so far cover, innermost first by |stride|
     for axis in sorted((a for a in range(len(shape)) if shape[a] > 1), key=lambda a: abs(strides[a])):
-        if abs(strides[axis]) <= span or strides[axis] == 0:
+        stride = abs(strides[axis])
+        if stride == 0 or (dense and stride < block):
             return axis
-        span += abs(strides[axis]) * (shape[axis] - 1)
+        dense = dense and stride == block
+        block = stride * shape[axis]
     return None
 
 
@@ -258,7 +265,8 @@ class KernelLauncher:
                 if fn is None:
                     module = self._modules[key] = _load(self.folder, self.header, self.spec, arch, self.cache())
                     kernel = module.get_function(self.spec.name)
-                    fn = self._functions[key] = make_launch(kernel, len(self.spec.params) + len(self.spec.symbols))
+                    fn = self._functions[key] = make_launch(kernel, len(self.spec.params) + len(self.spec.symbols),
+                                                                     self.spec.name)
         return fn
 
     def cache(self) -> CubinCache:
@@ -317,11 +325,18 @@ class KernelLauncher:
                     self.bind(arrays, device)  # raises LG606 naming the parameter
         if plan.blocks:
             if self.spec.debug:
+                self.before_launch(device, _arch(device), stream)
                 plan.launch(plan.blocks, plan.block, [*pointers, *plan.symbols], stream)
                 self.after_launch(device, _arch(device), pointers, plan.symbols, stream)
             else:
                 pointers.extend(plan.symbols)
                 plan.launch(plan.blocks, plan.block, pointers, stream)
+
+    def before_launch(self, device: int, arch: str, stream: Any) -> None:
+        """Debug build: clear the fault record, so that one left by a graph replay is not blamed on this launch."""
+        from .debug import clear_fault
+
+        clear_fault(self._modules[(device, arch)], stream)
 
     def after_launch(self, device: int, arch: str, pointers: list[int], symbols: tuple[int, ...] | list[int],
                      stream: Any) -> None:

@@ -65,15 +65,16 @@ class ProgramRunner:
         self._buffers = KernelLauncher(
             KernelSpec(spec.name, "", params, symbols=(), grid_param=0, per_row=1, block=1), Path(), ""
         )
-        self._distinct: tuple[int, ...] = ()  # the last pointers found not to overlap
+        self._distinct: tuple[object, ...] = ()  # the last pointers and sizes found not to overlap
 
     def prepare(self, arrays: Sequence[Any], device: int | None = None) -> list[_Prepared]:
         """Every buffer checked (raises LaunchError, nothing launched): each launch, ready to go."""
         device = _device() if device is None else device
         pointers, bound = self._buffers.bind(tuple(arrays), device)
-        if tuple(pointers) != self._distinct:
+        placed = (*pointers, *sorted(bound.items()))
+        if placed != self._distinct:  # new addresses or new sizes: the spans may meet now
             self._check_distinct(pointers, bound)
-            self._distinct = tuple(pointers)
+            self._distinct = placed
         arch = _arch(device)
         prepared = []
         for step, launcher in zip(self.spec.steps, self._launchers):
@@ -88,7 +89,7 @@ class ProgramRunner:
         """LG613 when two buffers share memory: the dataflow checks assumed they do not."""
         spans = []
         for b, ptr in zip(self.spec.buffers, pointers):
-            size = b.layout.itemsize * b.layout.width
+            size = b.layout.itemsize * b.layout.width * (1 if b.layout.unit is None else bound[b.layout.unit])
             for d in b.layout.dims:
                 size *= d if isinstance(d, int) else bound[d]
             spans.append((ptr, ptr + size, b.name))
@@ -110,6 +111,8 @@ class ProgramRunner:
         device = _device()
         for (function, blocks, block, values), launcher in zip(self.prepare(arrays, device), self._launchers):
             if blocks:
+                if launcher.spec.debug:
+                    launcher.before_launch(device, _arch(device), stream)
                 function(blocks, block, values, stream)
                 if launcher.spec.debug:
                     n = len(launcher.spec.params)
@@ -132,9 +135,14 @@ class ProgramRunner:
             for function, blocks, block, values in prepared:
                 if blocks:
                     function(blocks, block, values, capture_stream)
-        finally:
-            graph = capture_stream.end_capture()
-        return ProgramGraph(self.spec.name, graph, tuple(arrays), len(prepared))
+        except BaseException:
+            try:  # end the capture, but let the launch's own error be the one reported
+                capture_stream.end_capture()
+            except Exception:  # noqa: S110 - the capture is abandoned either way
+                pass
+            raise
+        graph = capture_stream.end_capture()
+        return ProgramGraph(self.spec.name, graph, tuple(arrays), sum(1 for p in prepared if p[1]))
 
 
 class ProgramGraph:

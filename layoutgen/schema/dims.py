@@ -80,6 +80,11 @@ def _is_int(value: object) -> bool:
 def as_dim(value: object, what: str, site: Site | None) -> Dim:
     """A shape entry as a Dim: a Dim, a positive int, or a symbol's name."""
     if isinstance(value, Dim):
+        if value.is_derived:  # `QKV.shape[-1]`: a product, which generated code cannot declare as a symbol
+            raise layout_error(
+                "LG110", f"{what} is `{value}`, a product of dims taken from another shape; a dim must be a "
+                f"size or a symbol of its own", site, hint="declare a symbol with dims(\"...\") or write the size",
+            )
         return value
     if _is_int(value):
         if value < 1:  # type: ignore[operator]

@@ -161,3 +161,37 @@ def test_debug_build_names_the_kernel_that_first_wrote_nan() -> None:
     assert bad.value.code == "LG612"
     assert message.startswith("error[LG612]: `variable_selection_fwd` wrote NaN to `gates` (Features) at index [0, 0, "), message
     assert np.isnan(planted["grad_y"].get()).all()  # stopped there: later kernels did not run
+
+
+def test_debug_scan_counts_columns_of_d_and_names_the_element() -> None:
+    import cupy
+
+    from layoutgen.runtime.debug import NonFiniteOutput
+
+    debug = _build("examples/qkv/spec.py", "gpu-debug-qkv", "--debug")
+    b, s, d = 2, 3, 64
+    rng = np.random.default_rng()
+    host = rng.normal(size=(b, s, 48 * d)).astype(np.float32)
+    host[1, 2, 38 * d + 5] = np.nan  # key head 6, element 5: past the first 1/D of the row
+    buf = cupy.asarray(host)
+    with pytest.raises(NonFiniteOutput) as bad:
+        debug.rope(buf, buf, cupy.zeros((b, s, 1), cupy.int32))
+    assert "`rope` wrote NaN to `k` (QKV.k) at index [1, 2, " + str(38 * d + 5) + "] of the QKV array" in str(bad.value)
+
+
+def test_debug_scan_covers_only_the_named_range_the_kernel_wrote() -> None:
+    import cupy
+
+    from layoutgen.runtime.debug import NonFiniteOutput
+
+    debug = _build("tests/specs/ranges/spec.py", "gpu-debug-ranges", "--debug")
+    obs = np.random.default_rng().normal(size=(2, 8, 32, 32)).astype(np.float32)
+    obs[:, :3] = np.nan  # t1: not this kernel's rows
+    obs[..., 30:] = np.nan  # padding
+    arr = cupy.asarray(obs)
+    debug.scale_rows(arr)  # writes t2.x only: nothing of what it wrote is NaN
+    assert np.isnan(arr.get()[:, :3]).all()
+    arr[1, 5, 7, 9] = cupy.inf
+    with pytest.raises(NonFiniteOutput) as bad:
+        debug.scale_rows(arr)
+    assert "`scale_rows` wrote Inf to `x` (Obs.t2.x) at index [1, 5, 7, 9] of the Obs array" in str(bad.value)
