@@ -127,7 +127,7 @@ def show(config: Config, spec_file: Path, name: str | None, *, svg: str | None =
         layouts = ", ".join(lay.name for lay in spec.layouts) or "none"
         kernels = ", ".join(b.name for b in spec.kernels) or "none"
         programs = f"; its programs: {', '.join(p.name for p in spec.programs)}" if spec.programs else ""
-        print(f"layoutgen: error: spec `{spec.name}` has no layout or kernel `{name}` "
+        print(f"layoutgen: error: spec `{spec.name}` has no layout, kernel or program `{name}` "
               f"(its layouts: {layouts}; its kernels: {kernels}{programs})", file=sys.stderr)
         return EXIT_USAGE
     if isinstance(target, Program):

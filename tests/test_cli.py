@@ -327,7 +327,7 @@ def test_show_one_layout(project: Path) -> None:
     missing = layoutgen("show", "specs/mini/spec.py:Nope", cwd=project)
     assert missing.returncode == 2  # a usage error, on stderr like every error of the CLI
     assert missing.stdout == ""
-    assert missing.stderr == ("layoutgen: error: spec `mini` has no layout or kernel `Nope` "
+    assert missing.stderr == ("layoutgen: error: spec `mini` has no layout, kernel or program `Nope` "
                               "(its layouts: Window, Context; its kernels: scale_snap, copy_context)\n")
 
 

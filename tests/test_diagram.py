@@ -426,5 +426,5 @@ def test_an_unwritable_svg_path_is_a_clear_error(tmp_path: Path) -> None:
 def test_an_unknown_name_lists_layouts_and_kernels() -> None:
     code, out, err = run("show", "examples/vsn/spec.py:Nope", "--svg", "unused.svg")
     assert (code, out) == (2, "")
-    assert err.startswith("layoutgen: error: spec `vsn` has no layout or kernel `Nope` (its layouts: Market, ")
+    assert err.startswith("layoutgen: error: spec `vsn` has no layout, kernel or program `Nope` (its layouts: Market, ")
     assert not (REPO / "unused.svg").exists()

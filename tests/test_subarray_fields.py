@@ -236,7 +236,8 @@ def test_the_launch_binds_the_unit_from_the_last_axis() -> None:
     check_param("kv", ParamSpec("kc", "out", CACHE_SPEC, "KCache", 4), _info((2, 8, 5, 128)), bound, 0)
     with pytest.raises(LaunchError) as info:
         check_param("kv", ParamSpec("vc", "out", CACHE_SPEC, "VCache", 4), _info((2, 8, 5, 64)), bound, 0)
-    assert info.value.code == "LG601" and "layout KCache [B, 8, S, D] f32" in str(info.value)
+    assert info.value.code == "LG603" and "layout KCache [B, 8, S, D] f32" in str(info.value)
+    assert "last axis is 64, but `D` = 128 from an earlier argument makes its rows 128 elements" in str(info.value)
     with pytest.raises(LaunchError) as info:
         check_param("rope", ParamSpec("q", "inout", QKV_SPEC, "QKV.q", 4), _info((2, 5, 47)), {}, 0)
     assert info.value.code == "LG601" and "[B, S, D*48]" in str(info.value)

@@ -150,6 +150,11 @@ def check_param(kernel: str, p: ParamSpec, info: ArrayInfo, bound: dict[str, int
     lay = p.layout
     shape = info.shape
     dims = lay.dims
+    unit = None if lay.unit is None else bound.get(lay.unit)  # the row's unit, bound by an earlier argument
+    if unit is not None and len(shape) == len(dims) + 1 and shape[-1] != lay.width * unit:
+        raise _error("LG603", f"{_who(kernel, p)} last axis is {shape[-1]}, but `{lay.unit}` = {unit} from an "
+                     f"earlier argument makes its rows {lay.width * unit} elements; got {_describe(info)}",
+                     hint=f"every `{lay.unit}` of one launch must agree")
     if len(shape) != len(dims) + 1 or shape[-1] != lay.bind_width(shape[-1], bound):
         raise _error("LG601", f"{_who(kernel, p)} got an array of {_describe(info)}",
                      hint=f"pass the whole {lay.name} array, shape {lay.shape_text}, not a slice of it")

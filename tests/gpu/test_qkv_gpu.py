@@ -88,7 +88,7 @@ def test_a_qkv_row_of_another_head_size_than_the_cache_is_refused(qkv, rng) -> N
     k_cache, v_cache = _poisoned(2, ref.HKV, 5, 64), _poisoned(2, ref.HKV, 5, 64)
     with pytest.raises(LaunchError) as info:
         qkv.kv_split(buf, buf, k_cache, v_cache)
-    assert info.value.code == "LG601" and "KCache [B, 8, S, D]" in str(info.value)
+    assert info.value.code == "LG603" and "KCache [B, 8, S, D]" in str(info.value)
     assert bool(np.isnan(k_cache.get()).all()), "a kernel ran"
 
 
