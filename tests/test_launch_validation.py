@@ -90,7 +90,7 @@ def test_good_arrays_bind_to_pointers_in_parameter_order_and_symbols() -> None:
     pointers, bound = FWD.bind(fwd_args(), device=0)
     assert pointers == [BASE, BASE + 0x100000, BASE + 0x200000, BASE + 0x300000, BASE + 0x400000]
     assert bound == {"B": B, "K": K}
-    assert FWD.grid(fwd_args(), bound) == B * K  # one thread per row of x
+    assert FWD.grid(bound) == B * K  # one thread per row of x
 
 
 def test_bind_again_and_with_other_shapes() -> None:
@@ -99,7 +99,7 @@ def test_bind_again_and_with_other_shapes() -> None:
         pointers, bound = launcher.bind(fwd_args(b, k), device=0)
         assert bound == {"B": b, "K": k}
         assert len(pointers) == 5
-        assert launcher.grid(fwd_args(b, k), bound) == b * k
+        assert launcher.grid(bound) == b * k
 
 
 def test_a_launch_on_another_device_binds_arrays_on_that_device() -> None:
@@ -113,7 +113,7 @@ def test_grid_counts_rows_or_threads_per_row_of_the_grid_parameter() -> None:
     pointers, bound = bcast.bind((ctx, window), device=0)
     assert bound == {"B": B, "K": K}
     assert bcast.spec.params[bcast.spec.grid_param].name == "dst"
-    assert bcast.grid((ctx, window), bound) == B * K * bcast.spec.per_row
+    assert bcast.grid(bound) == B * K * bcast.spec.per_row
 
 
 # hand-built specs ----------------------------------------------------------------------------------
@@ -139,11 +139,11 @@ def test_hand_built_spec_binds_and_grids() -> None:
     pointers, bound = k.bind(args, device=0)
     assert pointers == [BASE, BASE, BASE, BASE + 0x100]
     assert bound == {"N": 10}
-    assert k.grid(args, bound) == 10 * 8  # one thread per element
+    assert k.grid(bound) == 10 * 8  # one thread per element
     rows = hand(k.spec.params, ("N",), grid_param=1, per_row=1, name="rows")
-    assert rows.grid(args, rows.bind(args, device=0)[1]) == 3 * 5  # static dims only
+    assert rows.grid(rows.bind(args, device=0)[1]) == 3 * 5  # static dims only
     vec = hand(k.spec.params, ("N",), grid_param=2, per_row=10, name="vec")
-    assert vec.grid(args, vec.bind(args, device=0)[1]) == 10  # rank-1: one row
+    assert vec.grid(vec.bind(args, device=0)[1]) == 10  # rank-1: one row
 
 
 def test_hand_built_alignment_is_the_parameters() -> None:

@@ -313,8 +313,8 @@ def test_a_grid_per_element_of_a_symbolic_row_is_counted_at_launch() -> None:
     import generated.qkv as qkv
 
     # rope: one thread per element of q, B*S rows of 32 heads of D; kv_split: per element of a cache row of D
-    assert qkv._rope.grid((), {"B": 2, "S": 3, "D": 64}) == 2 * 3 * 32 * 64
-    assert qkv._kv_split.grid((), {"B": 2, "S": 3, "D": 64}) == 2 * 8 * 3 * 64
+    assert qkv._rope.grid({"B": 2, "S": 3, "D": 64}) == 2 * 3 * 32 * 64
+    assert qkv._kv_split.grid({"B": 2, "S": 3, "D": 64}) == 2 * 8 * 3 * 64
     assert "if (element >= q.rows() * 32 * lg_D) return;" in (REPO / "generated/qkv/rope.cu").read_text()
 
 

@@ -250,7 +250,7 @@ class KernelLauncher:
             pointers.append(info.ptr)
         return pointers, bound
 
-    def grid(self, arrays: tuple[Any, ...], bound: dict[str, int]) -> int:
+    def grid(self, bound: dict[str, int]) -> int:
         """Threads the launch needs: rows (or elements, or vectors) of the grid's parameter."""
         p = self.spec.params[self.spec.grid_param]
         rows = 1
@@ -283,7 +283,7 @@ class KernelLauncher:
     def _plan(self, arrays: tuple[Any, ...], device: int) -> tuple[_Plan, list[int]]:
         """Validate every argument (raises LaunchError): the launch, and this call's pointers."""
         pointers, bound = self.bind(arrays, device)
-        threads = self.grid(arrays, bound)
+        threads = self.grid(bound)
         block = self.spec.block
         masks = tuple(p.align - 1 for p in self.spec.params)
         plan = _Plan(device, (threads + block - 1) // block, block, tuple(bound[s] for s in self.spec.symbols), masks,

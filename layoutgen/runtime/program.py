@@ -80,7 +80,7 @@ class ProgramRunner:
         for step, launcher in zip(self.spec.steps, self._launchers):
             kernel = launcher.spec
             block = kernel.block
-            blocks = (launcher.grid((), bound) + block - 1) // block
+            blocks = (launcher.grid(bound) + block - 1) // block
             values = [pointers[i] for i in step.buffers] + [bound[s] for s in kernel.symbols]
             prepared.append((launcher.function(device, arch), blocks, block, values))
         return prepared
