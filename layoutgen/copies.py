@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from .kernels import Binding, Grid, In, Kernel, KernelError, Out
 from .schema import Dim, Field, Layout, View
-from .schema.diagnostics import Diagnostic
+from .schema.diagnostics import Diagnostic, caller_site
 from .templates import DIRECTORY as PACKAGE_TEMPLATES
 
 
@@ -32,7 +32,7 @@ def packed_layout(view: View, name: str | None = None) -> Layout:
     if not lay.column_unit.is_static:
         raise KernelError(Diagnostic(
             "LG208", f"field copies of `{view.name}` need a static row; its columns count `{lay.column_unit}`",
-            lay.site, hint="copy with a kernel of your own that indexes through the view's accessors",
+            caller_site(), hint="copy with a kernel of your own that indexes through the view's accessors",
         ))
     packed = name or f"{view.name.replace('.', '_')}_packed"
     if view.region.shape:
@@ -49,7 +49,11 @@ def field_copies(view: View | Layout, packed: Layout | None = None, name: str | 
     """
     view = view.view if isinstance(view, Layout) else view
     target = packed or packed_layout(view)
-    rows: View | Layout = target["block"] if packed is None and view.region.shape else target
+    rows: View | Layout = target
+    if view.region.shape:  # a sub-array field lands in the packed layout's one field of a shape
+        shaped = [f for f in target.fields() if f.region.shape]
+        if len(shaped) == 1:
+            rows = shaped[0]
     suffix = name or view.name.replace(".", "_")
     gather = _kernel(f"gather_{suffix}", "gather.cu.j2", view).bind(src=view, dst=rows)
     scatter = _kernel(f"scatter_{suffix}", "scatter.cu.j2", view).bind(src=rows, dst=view)

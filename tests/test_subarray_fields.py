@@ -326,3 +326,13 @@ def test_a_dim_derived_from_another_shape_is_refused() -> None:
     assert info.value.code == "LG110"
     with pytest.raises(LayoutError, match="the shape of parameter `x`"):
         InOut("x", [B, S, QKV.shape[-1]])
+
+
+def test_field_copies_of_a_sub_array_into_a_given_packed_layout() -> None:
+    from layoutgen import field_copies
+    from layoutgen.checks import check_binding
+
+    packed = Layout("MixPacked", [N], f32, [Field("block", shape=[4, 4])])
+    gather, scatter = field_copies(Mix.mix, packed)
+    assert check_binding(gather) == [] and check_binding(scatter) == []
+    assert gather.view("dst").name == "MixPacked.block"
