@@ -42,6 +42,9 @@ class ViewModel:
     scale_init: str = ""  # the lg::Scaled initializer after the base pointer: ", {lg_D}"
     column_params: str = "int c"  # the accessor's parameters after the row indices
     column_expr: str = "c"  # C++ for the column in the row, from ``column_params``
+    # Debug build: each accessor index and its extent, checked one by one (a flattened
+    # index can land inside the field while one of its parts is out of range).
+    index_checks: tuple[tuple[str, str], ...] = ()
 
 
 def _horner(names: list[str], dims: list[str]) -> str:
@@ -129,6 +132,8 @@ def view_model(view: View, site: str) -> ViewModel:
     rows = view.rows
     policies, scale_init = _policies(view)
     column_params, column_expr = _columns(view)
+    inner = [f"j{n}" for n in range(len(view.region.shape) - 1)] + ["c"] if view.region.shape else []
+    checks = [*zip(names, (str(d) for d in leading)), *zip(inner, (str(d) for d in view.region.shape))]
     return ViewModel(
         struct=struct_name(view),
         name=view.name,
@@ -151,6 +156,7 @@ def view_model(view: View, site: str) -> ViewModel:
         scale_init=scale_init,
         column_params=column_params,
         column_expr=column_expr,
+        index_checks=tuple(checks),
     )
 
 

@@ -67,6 +67,13 @@ def check_fault(spec: KernelSpec, module: Any, stream: Any) -> None:
         return
     record.fill(0)
     p = spec.params[param]
+    if width < 0:  # one index of an accessor out of its extent (see lg_index in the debug header)
+        raise KernelFault(Diagnostic(
+            "LG611", f"`{spec.name}` indexed `{p.name}` ({p.view}) with {col} as index {row} of its accessor, "
+            f"outside 0..{rows}; the thread stopped before the access",
+            hint="each index of `x(i0, ..., c)` must stay below its own extent: a flattened index that still lands "
+            "in the field would read the neighbouring row or head",
+        ))
     raise KernelFault(Diagnostic(
         "LG611", f"`{spec.name}` indexed `{p.name}` ({p.view}) at row {row}, column {col}, outside the field "
         f"({rows} rows, {width} columns); the thread stopped before the access",

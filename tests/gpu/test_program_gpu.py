@@ -195,3 +195,21 @@ def test_debug_scan_covers_only_the_named_range_the_kernel_wrote() -> None:
     with pytest.raises(NonFiniteOutput) as bad:
         debug.scale_rows(arr)
     assert "`scale_rows` wrote Inf to `x` (Obs.t2.x) at index [1, 5, 7, 9] of the Obs array" in str(bad.value)
+
+
+def test_debug_build_checks_each_index_of_an_accessor() -> None:
+    import cupy
+
+    from layoutgen.runtime.debug import KernelFault
+
+    debug = _build("tests/specs/debug/spec.py", "gpu-debug-shift", "--debug")
+    release = _build("tests/specs/debug/spec.py", "gpu-release-shift")
+    heads = cupy.asarray(np.random.default_rng().normal(size=(16, 32)).astype(np.float32))
+    # The release build reads the next head's first element for the last one of heads 0..2.
+    dst = cupy.full((16, 32), cupy.nan, cupy.float32)
+    release.shift_heads(heads, cupy.zeros(1, cupy.float32), dst)
+    assert np.array_equal(dst.get(), heads.get())
+    with pytest.raises(KernelFault) as fault:
+        debug.shift_heads(heads, cupy.ones(1, cupy.float32), cupy.full((16, 32), cupy.nan, cupy.float32))
+    assert fault.value.code == "LG611"
+    assert "`shift_heads` indexed `src` (Heads.h) with 8 as index 2 of its accessor, outside 0..8" in str(fault.value)
