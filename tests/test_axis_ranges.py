@@ -204,3 +204,14 @@ def test_field_copies_of_a_named_range_gather_and_scatter_exactly_it(tmp_path: P
                                                           "src, dst, N"))
     host.host_launch(fn, [out, back], [n], threads=n * 5 * 32 * per_row, block=256)
     assert np.array_equal(back[:, 3:8, :, :30], out) and np.isnan(back[:, :3]).all() and np.isnan(back[..., 30:]).all()
+
+
+def test_a_range_whose_rows_follow_each_other_is_contiguous() -> None:
+    from layoutgen import In, Kernel
+    from layoutgen.checks import check_binding
+
+    # One entry on axis 0: the t2 rows (3..8 of axis 1) are back to back in memory.
+    lay = Layout("A", [1, Axis([Field("t1", 3), Field("t2", 5)])], f32, width=4)
+    assert lay.t2.contiguous and not Layout("A2", [2, Axis([Field("t1", 3), Field("t2", 5)])], f32, width=4).t2.contiguous
+    packed = Kernel("packed", "unused.cu.j2", [In("x", [1, 5, 4], contiguous=True)])
+    assert check_binding(packed.bind(x=lay.t2)) == []

@@ -184,10 +184,8 @@ class View:
 
     @property
     def contiguous(self) -> bool:
-        """Whether rows follow each other with no gap (width equals row stride)."""
-        if self.width != self.row_stride:
-            return False
-        return self.axis_range is None or self.layout.named_axis == 0 or self.leading_dims == self.layout.dims
+        """Whether the view's elements follow each other with no gap on any axis of more than one entry."""
+        return self.padded_axis() is None
 
     @property
     def byte_offset(self) -> int:
