@@ -215,3 +215,22 @@ def test_a_range_whose_rows_follow_each_other_is_contiguous() -> None:
     assert lay.t2.contiguous and not Layout("A2", [2, Axis([Field("t1", 3), Field("t2", 5)])], f32, width=4).t2.contiguous
     packed = Kernel("packed", "unused.cu.j2", [In("x", [1, 5, 4], contiguous=True)])
     assert check_binding(packed.bind(x=lay.t2)) == []
+
+
+def test_a_launch_over_a_named_range_starts_threads_for_its_rows_only(tmp_path: Path) -> None:
+    import importlib.util
+
+    from layoutgen.codegen.render import render_spec
+    from layoutgen.specload import load_spec
+
+    repo = Path(__file__).resolve().parent.parent
+    loaded = load_spec(repo / "tests/specs/ranges/spec.py")
+    assert loaded.spec is not None
+    rendered = render_spec(loaded.spec, repo, "tests/specs/ranges/spec.py")
+    init = tmp_path / "__init__.py"
+    init.write_text(rendered.files["ranges/__init__.py"], encoding="utf-8")
+    module_spec = importlib.util.spec_from_file_location("ranges_generated_for_grid", init)
+    assert module_spec is not None and module_spec.loader is not None
+    module = importlib.util.module_from_spec(module_spec)
+    module_spec.loader.exec_module(module)
+    assert module._scale_rows.grid({"N": 2}) == 2 * 5 * 32  # t2's 5 entries of axis 1, not all 8

@@ -46,6 +46,7 @@ class PyKernel:
     grid_param: int
     per_row: int
     per_row_symbols: tuple[str, ...]  # symbols the threads per row are multiplied by at launch
+    grid_dims: tuple[str | int, ...] | None  # the grid parameter's leading dims where its view narrows an axis
     block: int
 
 
@@ -138,6 +139,9 @@ def module_model(spec: Spec, site_text: dict[int, str]) -> dict[str, object]:
             name=b.name, doc=b.kernel.doc or f"Kernel `{b.kernel.name}`.", params=tuple(params),
             symbols=tuple(symbols), grid_param=[p.name for p, _ in b.pairs].index(grid.param),
             per_row=per_row, per_row_symbols=per_row_symbols(b), block=grid.block,
+            grid_dims=None if b.view(grid.param).axis_range is None else tuple(
+                d.size if d.size is not None else str(d.name) for d in b.view(grid.param).leading_dims
+            ),
         ))
     by_name = {k.name: k for k in kernels}
     programs = [program_model(spec, p, by_name) for p in spec.programs]

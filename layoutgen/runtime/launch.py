@@ -113,6 +113,7 @@ class KernelSpec:
     per_row: int  # threads per row of the grid's parameter (1, its width, or its vectors)
     block: int
     per_row_symbols: tuple[str, ...] = ()  # symbols per_row is multiplied by (Grid.elements over [H, D] fields)
+    grid_dims: tuple[str | int, ...] | None = None  # the grid view's leading dims where it narrows a named axis
     debug: bool = False  # the debug build: check for an out-of-field access and scan outputs after each launch
 
 
@@ -254,7 +255,7 @@ class KernelLauncher:
         """Threads the launch needs: rows (or elements, or vectors) of the grid's parameter."""
         p = self.spec.params[self.spec.grid_param]
         rows = 1
-        for d in p.layout.dims:
+        for d in p.layout.dims if self.spec.grid_dims is None else self.spec.grid_dims:
             rows *= d if isinstance(d, int) else bound[d]
         for s in self.spec.per_row_symbols:
             rows *= bound[s]
