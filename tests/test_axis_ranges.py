@@ -79,7 +79,7 @@ def test_lg101_overlapping_ranges(expect_site) -> None:  # type: ignore[no-untyp
             Field("t2", cols=(3, 8)),  # site: lg101-axis
         ]), 32], f32, width=32)
     assert info.value.code == "LG101"
-    assert info.value.diagnostic.message == "`t2` (columns 3..8) overlaps `t1` (columns 0..4) in `Obs`"
+    assert info.value.diagnostic.message == "`t2` (entries 3..8) overlaps `t1` (entries 0..4) in `Obs`"
     expect_site(info.value, "lg101-axis")
 
 
@@ -234,3 +234,14 @@ def test_a_launch_over_a_named_range_starts_threads_for_its_rows_only(tmp_path: 
     module = importlib.util.module_from_spec(module_spec)
     module_spec.loader.exec_module(module)
     assert module._scale_rows.grid({"N": 2}) == 2 * 5 * 32  # t2's 5 entries of axis 1, not all 8
+
+
+def test_named_axis_errors_speak_of_entries() -> None:
+    with pytest.raises(LayoutError) as info:
+        Layout("Obs", [N, Axis([Field("t1", 1), Field("t2", 1)], size=3), 4], f32, width=4)
+    assert info.value.code == "LG108" and str(info.value.diagnostic.message) == (
+        "the named axis of `Obs` is declared with 3 entries but its ranges end at entry 2")
+    assert info.value.hint == "declare the rest with Pad(1) or set size=2"
+    with pytest.raises(LayoutError) as info:
+        Layout("Obs", [N, Axis([Field("t1", 1), Field("t2", cols=(2, 3))]), 4], f32, width=4)
+    assert info.value.diagnostic.message == "entries 1..2 of `Obs` belong to no field (before `t2`)"

@@ -66,6 +66,11 @@ class _Context:
     reserved: frozenset[str]  # attribute names a field may not shadow
     unit: Size = Size(1)  # what one column counts: 1, or a symbol when fields have symbolic shapes
     shapes: bool = True  # whether fields may have their own shape (not on a named axis)
+    unit_name: str = "column"  # what an index counts, for messages: "column", or "entry" of a named axis
+
+    @property
+    def units(self) -> str:
+        return "entries" if self.unit_name == "entry" else f"{self.unit_name}s"
 
 
 def field_count(entry: Field, site: Site | None) -> Size:
@@ -241,34 +246,37 @@ def _resolve_entries(
         if region.start < lo:
             raise layout_error(
                 "LG102",
-                f"{_label(region)} must start at or after column {lo} of `{owner}`, got {region.start}",
+                f"{_label(region, ctx)} must start at or after {ctx.unit_name} {lo} of `{owner}`, got {region.start}",
                 region.site,
             )
         if hi is not None and region.stop > hi:
             raise layout_error(
                 "LG102",
-                f"{_label(region)} must end at or before column {hi} of `{owner}`, got {region.stop}",
+                f"{_label(region, ctx)} must end at or before {ctx.unit_name} {hi} of `{owner}`, got {region.stop}",
                 region.site,
-                hint=f"`{owner}` spans columns {lo}..{hi}; shrink the field or widen `{owner}`",
+                hint=f"`{owner}` spans {ctx.units} {lo}..{hi}; shrink the field or widen `{owner}`",
             )
         regions.append(region)
         cursor = region.stop
     _check_names(regions, owner)
     ordered = sorted(regions, key=lambda r: (r.start, r.stop))
-    _check_cover(ordered, lo, owner)
+    _check_cover(ordered, lo, owner, ctx)
     return tuple(ordered)
 
 
-def _label(region: Region) -> str:
-    return f"padding at columns {region.cols}" if region.kind == "pad" else f"`{region.path}`"
+_COLUMNS = _Context("", frozenset())  # messages about columns of a row, where no context is at hand
 
 
-def _label_cols(region: Region) -> str:
+def _label(region: Region, ctx: _Context = _COLUMNS) -> str:
+    return f"padding at {ctx.units} {region.cols}" if region.kind == "pad" else f"`{region.path}`"
+
+
+def _label_cols(region: Region, ctx: _Context = _COLUMNS) -> str:
     """A region and its columns, said once: ``padding at columns 0..4``; ``mix`` [4, 4] (columns 2..18)."""
     if region.kind == "pad":
-        return _label(region)  # its label has the columns
+        return _label(region, ctx)  # its label has the columns
     shape = f" {shape_text(region.shape)}" if region.shape else ""
-    return f"{_label(region)}{shape} (columns {region.cols})"
+    return f"{_label(region, ctx)}{shape} ({ctx.units} {region.cols})"
 
 
 def _check_names(regions: list[Region], owner: str) -> None:
@@ -286,23 +294,23 @@ def _check_names(regions: list[Region], owner: str) -> None:
         seen[r.name] = r
 
 
-def _check_cover(ordered: list[Region], lo: int, owner: str) -> None:
+def _check_cover(ordered: list[Region], lo: int, owner: str, ctx: _Context) -> None:
     """Sorted siblings must tile their parent from ``lo`` without overlap or gap."""
     cursor, previous = lo, None
     for r in ordered:
         if previous is not None and r.start < previous.stop:
             raise layout_error(
                 "LG101",
-                f"{_label_cols(r)} overlaps {_label_cols(previous)} in `{owner}`",
+                f"{_label_cols(r, ctx)} overlaps {_label_cols(previous, ctx)} in `{owner}`",
                 r.site if (r.site and previous.site and (r.site.line >= previous.site.line)) else previous.site,
                 hint="give each column to one field; use a Group to name a range that contains others",
             )
         if r.start > cursor:
             raise layout_error(
                 "LG109",
-                f"columns {cursor}..{r.start} of `{owner}` belong to no field (before {_label(r)})",
+                f"{ctx.units} {cursor}..{r.start} of `{owner}` belong to no field (before {_label(r, ctx)})",
                 r.site,
-                hint=f"declare them as padding with Pad({r.start - cursor}) or move {_label(r)}",
+                hint=f"declare them as padding with Pad({r.start - cursor}) or move {_label(r, ctx)}",
             )
         cursor, previous = max(cursor, r.stop), r
 
@@ -334,7 +342,8 @@ def resolve_axis(
     if size is not None and (not _is_int(size) or size <= 0):  # type: ignore[operator]
         raise layout_error("LG110", f"the size of the named axis of `{layout}` must be a positive integer, "
                            f"got {size!r}", site)
-    return _resolve_run(entries, size, layout, _Context(layout, reserved, Size(1), shapes=False), site)
+    return _resolve_run(entries, size, layout, _Context(layout, reserved, Size(1), shapes=False, unit_name="entry"),
+                        site)
 
 
 def _resolve_run(entries: object, width: object, layout: str, ctx: _Context, site: Site | None) -> Region:
@@ -348,10 +357,12 @@ def _resolve_run(entries: object, width: object, layout: str, ctx: _Context, sit
             )
         declared = extent
     elif children and extent != declared:
+        axis = ctx.unit_name == "entry"
         raise layout_error(
             "LG108",
-            f"`{layout}` is declared {declared} columns wide but its fields end at column {extent}",
+            f"the named axis of `{layout}` is declared with {declared} entries but its ranges end at entry {extent}"
+            if axis else f"`{layout}` is declared {declared} columns wide but its fields end at column {extent}",
             site,
-            hint=f"declare the rest with Pad({declared - extent}) or set width={extent}",
+            hint=f"declare the rest with Pad({declared - extent}) or set {'size' if axis else 'width'}={extent}",
         )
     return Region(layout, "", "record", 0, declared, children, site=site)
