@@ -78,6 +78,11 @@ class Buffer:
         return f"<Buffer {self.name}: {self.layout.name}>"
 
     @property
+    def role(self) -> str:
+        """``"input"``, ``"output"``, ``"input and output"``, or ``""`` for a scratch buffer."""
+        return " and ".join(r for r, on in (("input", self.input), ("output", self.output)) if on)
+
+    @property
     def whole(self) -> BufferView:
         """The whole buffer as a view."""
         return BufferView(self, self.layout.view)
@@ -191,6 +196,11 @@ class Launch:
 
     def arg(self, param: str) -> LaunchArg:
         return next(a for a in self.args if a.param == param)
+
+    def call_text(self, kernel: str) -> str:
+        """The launch as it reads in a program listing: ``kernel(x=window.snap, y=y)``."""
+        args = ", ".join(f"{a.param}={a.buffer.name}" + (f".{a.view.path}" if a.view.path else "") for a in self.args)
+        return f"{kernel}({args})"
 
 
 @dataclass(frozen=True, eq=False)

@@ -70,11 +70,10 @@ def _print_binding(binding: Binding) -> None:
 def _print_program(spec: Spec, program: Program) -> None:
     print(f"program {program.name}, declared at {program.site}" + (f": {program.doc}" if program.doc else ""))
     for b in program.buffers:
-        role = " and ".join(r for r, on in (("input", b.input), ("output", b.output)) if on) or "scratch"
-        print(f"  buffer {b.name:<10} {b.layout.name} {shape_text(b.layout.shape)} {b.layout.dtype}, {role}")
+        print(f"  buffer {b.name:<10} {b.layout.name} {shape_text(b.layout.shape)} {b.layout.dtype}, "
+              f"{b.role or 'scratch'}")
     for n, launch in enumerate(program.launches, start=1):
-        args = ", ".join(f"{a.param}={a.buffer.name}" + (f".{a.view.path}" if a.view.path else "") for a in launch.args)
-        print(f"  {n}. {launch_kernel(spec, launch)}({args})")
+        print(f"  {n}. {launch.call_text(launch_kernel(spec, launch))}")
 
 
 def _find(spec: Spec, name: str) -> Layout | Binding | Program | None:

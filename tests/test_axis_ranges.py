@@ -245,3 +245,13 @@ def test_named_axis_errors_speak_of_entries() -> None:
     with pytest.raises(LayoutError) as info:
         Layout("Obs", [N, Axis([Field("t1", 1), Field("t2", cols=(2, 3))]), 4], f32, width=4)
     assert info.value.diagnostic.message == "entries 1..2 of `Obs` belong to no field (before `t2`)"
+
+
+def test_a_named_range_view_is_sited_at_its_range() -> None:
+    lay = Layout("Sited", [N, Axis([
+        Field("t1", 3),
+        Field("t2", 5),  # the line the view names
+    ]), 4], f32, width=4)
+    line = next(n for n, text in enumerate(Path(__file__).read_text().splitlines(), start=1)
+                if "# the line the view names" in text and "Field(" in text)
+    assert lay.t2.site is not None and lay.t2.site.line == line

@@ -18,7 +18,8 @@ H, HKV = 32, 8  # the configuration of spec.py
 def split(qkv: Arr, d: int) -> tuple[Arr, Arr, Arr]:
     """(q [B, S, H, D], k [B, S, Hkv, D], v [B, S, Hkv, D]) views of a [B, S, (H + 2*Hkv)*D] buffer."""
     b, s, width = qkv.shape
-    assert width == (H + 2 * HKV) * d, f"a QKV row is {(H + 2 * HKV) * d} wide for D = {d}, got {width}"
+    if width != (H + 2 * HKV) * d:
+        raise ValueError(f"a QKV row is {(H + 2 * HKV) * d} wide for D = {d}, got {width}")
     q = qkv[..., : H * d].reshape(b, s, H, d)
     k = qkv[..., H * d : (H + HKV) * d].reshape(b, s, HKV, d)
     v = qkv[..., (H + HKV) * d :].reshape(b, s, HKV, d)

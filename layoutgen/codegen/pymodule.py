@@ -91,16 +91,12 @@ def program_model(spec: Spec, program: Program, kernels: dict[str, PyKernel]) ->
             if p.access == "inout":
                 reads.add(a.buffer.name)
             align[a.buffer.name] = max(align[a.buffer.name], p.align)
-        call = ", ".join(
-            f"{a.param}={a.buffer.name}" + (f".{a.view.path}" if a.view.path else "") for a in launch.args
-        )
-        steps.append(PyStep(kernel.name, tuple(index[a.buffer.name] for a in launch.args), f"{kernel.name}({call})"))
+        steps.append(PyStep(kernel.name, tuple(index[a.buffer.name] for a in launch.args), launch.call_text(kernel.name)))
     buffers = []
     for b in program.buffers:
         access = "inout" if b.name in reads and b.name in writes else ("out" if b.name in writes else "in")
-        role = " and ".join(r for r, on in (("input", b.input), ("output", b.output)) if on)
         buffers.append(PyBuffer(b.name, b.layout.name, f"{b.layout.name} {shape_text(b.layout.shape)} "
-                                f"{b.layout.dtype}", access, align[b.name], role))
+                                f"{b.layout.dtype}", access, align[b.name], b.role))
     return PyProgram(program.name, program.doc or f"Program `{program.name}`.", tuple(buffers), tuple(steps))
 
 

@@ -66,6 +66,9 @@ class View:
 
     @property
     def site(self) -> Site | None:
+        """Where the view's field was declared: the named range's line for a whole-row view of one."""
+        if self.region.kind == "record" and self.axis_range is not None and self.axis_range.site is not None:
+            return self.axis_range.site
         return self.region.site or (self.axis_range.site if self.axis_range else None) or self.layout.site
 
     @property
