@@ -218,3 +218,13 @@ def test_lint_runs_as_part_of_check(tmp_path: Path) -> None:
                          text=True, timeout=120)
     assert run.returncode == 1, run.stdout + run.stderr
     assert run.stdout.startswith("bad.cu.j2:2: error[LG401]: literal 56 in index arithmetic of kernel `bad`")
+
+
+def test_the_width_of_a_view_counted_in_d_points_at_the_kernels_symbol(tmp_path: Path) -> None:
+    from examples.qkv.spec import QKV, Positions, rope
+    from layoutgen.checks.lint import lint_template
+
+    template = tmp_path / "rope_literal.cu.j2"
+    template.write_text("    q(0, 0, 0, 0) = q.at(row, 32 * 4);\n")
+    (diag,) = lint_template(rope.bind(q=QKV.q, k=QKV.k, pos=Positions), template)
+    assert diag.code == "LG401" and "equals the width of `q` (QKV.q); use the kernel's `Hq`" in diag.message

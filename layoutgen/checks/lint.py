@@ -80,9 +80,13 @@ def _facts(binding: Binding) -> dict[int, list[str]]:
     """Literal value -> what it would wrongly stand for, over every bound view."""
     facts: dict[int, list[str]] = {}
     for param, view in binding.pairs:
+        width_fix = f"use `{param.name}.width`"
+        if not view.column_unit.is_static:  # columns count D elements: the width is a count of blocks (heads)
+            inner = [str(d) for d in param.shape[len(view.leading_dims):-1]] or ["its dims"]
+            width_fix = f"use the kernel's {' * '.join(f'`{d}`' for d in inner)}"
         items = [(view.row_stride, f"the row stride of `{param.name}` ({view.name}); use `{param.name}.row(r)`"
                   f" or `{param.name}.at(r, c)`"),
-                 (view.width, f"the width of `{param.name}` ({view.name}); use `{param.name}.width`")]
+                 (view.width, f"the width of `{param.name}` ({view.name}); {width_fix}")]
         if view.offset:
             items.append((view.offset, f"the offset of `{param.name}` ({view.name}) in its rows; "
                                        f"use `{param.name}.at(r, c)`"))
