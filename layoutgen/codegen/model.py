@@ -59,13 +59,13 @@ def _policies(view: View) -> tuple[str, str]:
     """(extra lg::Field template arguments, the scale's initializer) of a view; empty for plain fields."""
     layout = view.layout
     scaled = not layout.column_unit.is_static
-    if not scaled and view.axis_range is None:
+    if not scaled and view.axis_rows is None:
         return "", ""
     policies = ", lg::Scaled" if scaled else ", lg::Unscaled"
-    if view.axis_range is not None and layout.named_axis is not None:
-        inner = Size.product(layout.dims[layout.named_axis + 1 :]).coef  # static: checked at declaration
-        size = layout.dims[layout.named_axis].size
-        policies += f", lg::AxisRows<{view.axis_range.start}, {view.axis_range.width}, {size}, {inner}>"
+    if view.axis_rows is not None:
+        axis, start, stop = view.axis_rows
+        inner = Size.product(layout.dims[axis + 1 :]).coef  # static: checked at declaration
+        policies += f", lg::AxisRows<{start}, {stop - start}, {layout.dims[axis].size}, {inner}>"
     unit = layout.column_unit.c_expr({s: f"lg_{s}" for s in layout.column_unit.symbols})
     return policies, (f", {{{unit}}}" if scaled else "")
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..program import Program
+from ..schema import Dim, Layout
 from ..schema.dims import shape_text, strides_text
 from ..spec import Spec, launch_kernel
 from .model import grid_shape, per_row_symbols
@@ -75,6 +76,16 @@ class PyProgram:
     steps: tuple[PyStep, ...]
 
 
+def _runtime_dims(dims: tuple[Dim, ...]) -> tuple[str | int, ...]:
+    """Dims as the runtime checks them: sizes, or the names of symbols bound at launch."""
+    return tuple(d.size if d.size is not None else str(d.name) for d in dims)
+
+
+def _layout_text(layout: Layout) -> str:
+    """``Window [B, K, 56] f32``."""
+    return f"{layout.name} {shape_text(layout.shape)} {layout.dtype}"
+
+
 def program_model(spec: Spec, program: Program, kernels: dict[str, PyKernel]) -> PyProgram:
     """A program's buffers (in order of first use) and launches, with each buffer's access and alignment."""
     index = {b.name: i for i, b in enumerate(program.buffers)}
@@ -87,16 +98,16 @@ def program_model(spec: Spec, program: Program, kernels: dict[str, PyKernel]) ->
         by_param = {p.name: p for p in kernel.params}
         for a in launch.args:
             p = by_param[a.param]
-            (writes if p.access != "in" else reads).add(a.buffer.name)
-            if p.access == "inout":
+            if p.access != "in":
+                writes.add(a.buffer.name)
+            if p.access != "out":
                 reads.add(a.buffer.name)
             align[a.buffer.name] = max(align[a.buffer.name], p.align)
         steps.append(PyStep(kernel.name, tuple(index[a.buffer.name] for a in launch.args), launch.call_text(kernel.name)))
     buffers = []
     for b in program.buffers:
         access = "inout" if b.name in reads and b.name in writes else ("out" if b.name in writes else "in")
-        buffers.append(PyBuffer(b.name, b.layout.name, f"{b.layout.name} {shape_text(b.layout.shape)} "
-                                f"{b.layout.dtype}", access, align[b.name], b.role))
+        buffers.append(PyBuffer(b.name, b.layout.name, _layout_text(b.layout), access, align[b.name], b.role))
     return PyProgram(program.name, program.doc or f"Program `{program.name}`.", tuple(buffers), tuple(steps))
 
 
@@ -105,39 +116,34 @@ def module_model(spec: Spec, site_text: dict[int, str]) -> dict[str, object]:
     layouts = [
         PyLayout(
             name=lay.name, shape=shape_text(lay.shape), dtype=str(lay.dtype),
-            site=site_text[id(lay)], dims=tuple(d.size if d.size is not None else str(d.name) for d in lay.dims),
+            site=site_text[id(lay)], dims=_runtime_dims(lay.dims),
             width=lay.width, itemsize=lay.dtype.size, unit=str(lay.column_unit) if not lay.column_unit.is_static else None,
         )
         for lay in spec.layouts
     ]
     kernels = []
     for b in spec.kernels:
-        vector_bytes, _ = grid_shape(b)  # Grid.vectors: every array must allow the kernel's accesses
+        vector_bytes, per_row = grid_shape(b)  # Grid.vectors: every array must allow the kernel's accesses
         params = []
         symbols: dict[str, None] = {}
         for param, view in b.pairs:
             lay = view.layout
             params.append(PyParam(
                 name=param.name, access=param.access, layout=lay.name,
-                layout_text=f"{lay.name} {shape_text(lay.shape)} {lay.dtype}",
+                layout_text=_layout_text(lay),
                 view=view.name, cols=view.cols, strides=strides_text(view.strides),
                 align=max(param.vector or 0, vector_bytes, lay.dtype.size), offset=view.offset,
-                field_width=view.width, axis_rows=(
-                    (lay.named_axis, view.axis_range.start, view.axis_range.stop)
-                    if view.axis_range is not None and lay.named_axis is not None else None
-                ),
+                field_width=view.width, axis_rows=view.axis_rows,
             ))
             for s in lay.symbols:
                 symbols.setdefault(s, None)
         grid = b.kernel.grid
-        _, per_row = grid_shape(b)
+        grid_view = b.view(grid.param)
         kernels.append(PyKernel(
             name=b.name, doc=b.kernel.doc or f"Kernel `{b.kernel.name}`.", params=tuple(params),
             symbols=tuple(symbols), grid_param=[p.name for p, _ in b.pairs].index(grid.param),
             per_row=per_row, per_row_symbols=per_row_symbols(b), block=grid.block,
-            grid_dims=None if b.view(grid.param).axis_range is None else tuple(
-                d.size if d.size is not None else str(d.name) for d in b.view(grid.param).leading_dims
-            ),
+            grid_dims=None if grid_view.axis_rows is None else _runtime_dims(grid_view.leading_dims),
         ))
     by_name = {k.name: k for k in kernels}
     programs = [program_model(spec, p, by_name) for p in spec.programs]

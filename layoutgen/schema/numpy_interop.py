@@ -55,8 +55,9 @@ def field_of(view: View, array: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
             "LG110", f"an array of `{layout.name}` must have dtype {layout.dtype}, got {dtype}", site
         )
     index: list[slice] = [slice(None)] * len(layout.dims)
-    if view.axis_range is not None and layout.named_axis is not None:
-        index[layout.named_axis] = slice(view.axis_range.start, view.axis_range.stop)
+    if view.axis_rows is not None:
+        axis, start, stop = view.axis_rows
+        index[axis] = slice(start, stop)
     field = array[(*index, slice(view.offset * unit, (view.offset + view.width) * unit))]
     if not view.region.shape:
         return field

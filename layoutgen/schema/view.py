@@ -123,13 +123,21 @@ class View:
         return self.region.shape or (Dim.expr(self.column_elements(self.width)),)
 
     @property
+    def axis_rows(self) -> tuple[int, int, int] | None:
+        """``(axis, start, stop)``: the entries of the layout's named axis the view covers; None for all."""
+        axis = self.layout.named_axis
+        if self.axis_range is None or axis is None:
+            return None
+        return axis, self.axis_range.start, self.axis_range.stop
+
+    @property
     def leading_dims(self) -> tuple[Dim, ...]:
         """The layout's leading dims, the named axis narrowed to the view's range."""
         dims = self.layout.dims
-        if self.axis_range is None or self.layout.named_axis is None:
+        if self.axis_rows is None:
             return dims
-        axis = self.layout.named_axis
-        return (*dims[:axis], Dim.of(self.axis_range.width), *dims[axis + 1 :])
+        axis, start, stop = self.axis_rows
+        return (*dims[:axis], Dim.of(stop - start), *dims[axis + 1 :])
 
     @property
     def shape(self) -> tuple[Dim, ...]:
@@ -151,18 +159,19 @@ class View:
 
     def padded_axis(self) -> int | None:
         """The innermost axis whose stride is wider than packed (rows with a gap after them), if any."""
-        for axis in range(len(self.shape) - 1, -1, -1):
-            if self.strides[axis] != self.packed_strides[axis] and self.shape[axis] != Dim.of(1):
+        shape, strides, packed = self.shape, self.strides, self.packed_strides
+        for axis in range(len(shape) - 1, -1, -1):
+            if strides[axis] != packed[axis] and shape[axis] != Dim.of(1):
                 return axis
         return None
 
     @property
     def base_offset(self) -> Size:
         """Elements from the array's first element to the view's first element."""
-        start = self.axis_range.start if self.axis_range is not None and self.layout.named_axis is not None else 0
-        if not start:
+        if self.axis_rows is None or not self.axis_rows[1]:
             return self.column_offset
-        stride = self.strides[self.layout.named_axis]  # type: ignore[index]
+        axis, start, _ = self.axis_rows
+        stride = self.strides[axis]
         return Size(stride.coef * start + self.region.start, stride.symbols)
 
     @property
@@ -180,8 +189,9 @@ class View:
         overlapping reads and writes.
         """
         leading: list[tuple[int, int] | None] = [None] * len(self.layout.dims)
-        if self.axis_range is not None and self.layout.named_axis is not None:
-            leading[self.layout.named_axis] = (self.axis_range.start, self.axis_range.stop)
+        if self.axis_rows is not None:
+            axis, start, stop = self.axis_rows
+            leading[axis] = (start, stop)
         last = None if self.region.kind == "record" else (self.region.start, self.region.stop)
         return (*leading, last)
 
