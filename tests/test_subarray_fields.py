@@ -336,3 +336,9 @@ def test_field_copies_of_a_sub_array_into_a_given_packed_layout() -> None:
     gather, scatter = field_copies(Mix.mix, packed)
     assert check_binding(gather) == [] and check_binding(scatter) == []
     assert gather.view("dst").name == "MixPacked.block"
+
+
+def test_a_layout_spec_knows_its_symbols_and_shape_in_elements() -> None:
+    assert QKV_SPEC.symbols == ("B", "S", "D") and CACHE_SPEC.symbols == ("B", "S", "D")
+    assert QKV_SPEC.shape_of({"B": 2, "S": 5, "D": 64}) == (2, 5, 48 * 64)
+    assert CACHE_SPEC.shape_of({"B": 2, "S": 5, "D": 64}) == (2, 8, 5, 64)

@@ -11,6 +11,7 @@ build trades speed for knowing which kernel went wrong.
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from typing import Any
 
 from ..schema.diagnostics import Diagnostic
@@ -82,7 +83,7 @@ def check_fault(spec: KernelSpec, module: Any, stream: Any) -> None:
     ))
 
 
-def scan_outputs(spec: KernelSpec, pointers: list[int], symbols: dict[str, int]) -> None:
+def scan_outputs(spec: KernelSpec, pointers: Sequence[int], symbols: dict[str, int]) -> None:
     """Raise :class:`NonFiniteOutput` naming the first written field that holds NaN or Inf."""
     if os.environ.get(SCAN_ENV, "1") == "0":
         return
@@ -95,7 +96,7 @@ def scan_outputs(spec: KernelSpec, pointers: list[int], symbols: dict[str, int])
         if not p.writes or p.cols is None or not (bf16 or np.dtype(layout.numpy).kind in "fc"):
             continue
         unit = 1 if layout.unit is None else symbols[layout.unit]  # columns count `unit` elements each
-        shape = (*(d if isinstance(d, int) else symbols[d] for d in layout.dims), layout.width * unit)
+        shape = layout.shape_of(symbols)
         size = int(np.prod(shape)) * layout.itemsize
         memory = cupy.cuda.UnownedMemory(pointer, size, owner=None)
         whole = cupy.ndarray(shape, layout.numpy, memptr=cupy.cuda.MemoryPointer(memory, 0))

@@ -13,6 +13,7 @@ from __future__ import annotations
 import functools
 import operator
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -28,8 +29,10 @@ from .driver import Launch, make_launch
 class LaunchError(LayoutgenError, ValueError):
     """A launch was refused and the kernel did not run (LG6xx).
 
-    LG601..LG608: an argument does not match its layout, found before the
-    launch; LG609: the CUDA driver refused the launch itself.
+    LG601..LG608 and LG610: an argument does not match its layout, found
+    before the launch; LG609: the CUDA driver refused the launch itself;
+    LG613: a program run got one array for two buffers. The debug build's
+    reports (LG611, LG612) are subclasses, raised after the launch.
     """
 
 
@@ -66,6 +69,17 @@ class LayoutSpec:
     def shape_text(self) -> str:
         width = self.width if self.unit is None else f"{self.unit}*{self.width}" if self.width > 1 else self.unit
         return shape_text((*self.dims, width))
+
+    @property
+    def symbols(self) -> tuple[str, ...]:
+        """The symbols an array of this layout binds: its symbolic dims, then the row's unit."""
+        named = tuple(d for d in self.dims if isinstance(d, str))
+        return named if self.unit is None else (*named, self.unit)
+
+    def shape_of(self, bound: dict[str, int]) -> tuple[int, ...]:
+        """The shape in elements of an array of this layout, given the sizes of its symbols."""
+        width = self.width * (1 if self.unit is None else bound[self.unit])
+        return (*(d if isinstance(d, int) else bound[d] for d in self.dims), width)
 
     def bind_width(self, last: int, bound: dict[str, int]) -> int:
         """The row width in elements; binds ``unit`` from the last axis (``last``) unless bound already."""
@@ -245,9 +259,7 @@ class KernelLauncher:
             if symbols is None:
                 if len(passed) >= 256:  # many distinct shapes: start over rather than grow
                     passed.clear()
-                passed[key] = tuple((d, n) for d, n in zip(p.layout.dims, info.shape) if isinstance(d, str))
-                if p.layout.unit is not None:  # the symbol of the row width, bound from the last axis
-                    passed[key] += ((p.layout.unit, info.shape[-1] // p.layout.width),)
+                passed[key] = tuple((s, bound[s]) for s in p.layout.symbols)  # what check_param bound
             pointers.append(info.ptr)
         return pointers, bound
 
@@ -331,25 +343,25 @@ class KernelLauncher:
                     self.bind(arrays, device)  # raises LG606 naming the parameter
         if plan.blocks:
             if self.spec.debug:
-                self.before_launch(device, _arch(device), stream)
-                plan.launch(plan.blocks, plan.block, [*pointers, *plan.symbols], stream)
-                self.after_launch(device, _arch(device), pointers, plan.symbols, stream)
+                self.checked_launch(device, plan.launch, plan.blocks, plan.block, pointers, plan.symbols, stream)
             else:
                 pointers.extend(plan.symbols)
                 plan.launch(plan.blocks, plan.block, pointers, stream)
 
-    def before_launch(self, device: int, arch: str, stream: Any) -> None:
-        """Debug build: clear the fault record, so that one left by a graph replay is not blamed on this launch."""
-        from .debug import clear_fault
+    def checked_launch(self, device: int, launch: Launch, blocks: int, block: int, pointers: Sequence[int],
+                       symbols: Sequence[int], stream: Any) -> None:
+        """Debug build: launch between a cleared fault record and the checks of what the launch did.
 
-        clear_fault(self._modules[(device, arch)], stream)
+        The record is cleared first so that a fault left by a graph replay is not
+        blamed on this launch; afterwards KernelFault reports an access outside a
+        field and NonFiniteOutput a NaN or Inf written (see :mod:`.debug`).
+        """
+        from .debug import check_fault, clear_fault, scan_outputs
 
-    def after_launch(self, device: int, arch: str, pointers: list[int], symbols: tuple[int, ...] | list[int],
-                     stream: Any) -> None:
-        """Debug build: raise KernelFault for an access outside a field, NonFiniteOutput for NaN/Inf written."""
-        from .debug import check_fault, scan_outputs
-
-        check_fault(self.spec, self._modules[(device, arch)], stream)
+        module = self._modules[(device, _arch(device))]
+        clear_fault(module, stream)
+        launch(blocks, block, [*pointers, *symbols], stream)
+        check_fault(self.spec, module, stream)
         scan_outputs(self.spec, pointers, dict(zip(self.spec.symbols, symbols)))
 
 

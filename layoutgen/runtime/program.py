@@ -10,6 +10,7 @@ the given buffers; :meth:`ProgramGraph.replay` runs them all with one call.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -89,9 +90,7 @@ class ProgramRunner:
         """LG613 when two buffers share memory: the dataflow checks assumed they do not."""
         spans = []
         for b, ptr in zip(self.spec.buffers, pointers):
-            size = b.layout.itemsize * b.layout.width * (1 if b.layout.unit is None else bound[b.layout.unit])
-            for d in b.layout.dims:
-                size *= d if isinstance(d, int) else bound[d]
+            size = b.layout.itemsize * math.prod(b.layout.shape_of(bound))
             spans.append((ptr, ptr + size, b.name))
         spans.sort()
         for (start, stop, name), (next_start, _, next_name) in zip(spans, spans[1:]):
@@ -110,13 +109,13 @@ class ProgramRunner:
         """
         device = _device()
         for (function, blocks, block, values), launcher in zip(self.prepare(arrays, device), self._launchers):
-            if blocks:
-                if launcher.spec.debug:
-                    launcher.before_launch(device, _arch(device), stream)
+            if not blocks:
+                continue
+            if launcher.spec.debug:
+                n = len(launcher.spec.params)
+                launcher.checked_launch(device, function, blocks, block, values[:n], values[n:], stream)
+            else:
                 function(blocks, block, values, stream)
-                if launcher.spec.debug:
-                    n = len(launcher.spec.params)
-                    launcher.after_launch(device, _arch(device), values[:n], values[n:], stream)
 
     def capture(self, *arrays: Any) -> ProgramGraph:
         """Record the launches over these buffers into a CUDA graph; nothing runs until ``replay``.
