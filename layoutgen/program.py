@@ -106,7 +106,7 @@ class BufferView:
     @property
     def name(self) -> str:
         """``window.snap``; ``window`` for the whole buffer."""
-        return f"{self.buffer.name}.{self.view.path}" if self.view.path else self.buffer.name
+        return _field_name(self.buffer, self.view)
 
     def __getattr__(self, name: str) -> BufferView:
         if name.startswith("_"):
@@ -117,6 +117,10 @@ class BufferView:
         return f"<BufferView {self.name}>"
 
 
+def _field_name(buffer: Buffer, view: View) -> str:
+    return f"{buffer.name}.{view.path}" if view.path else buffer.name
+
+
 @dataclass(frozen=True)
 class LaunchArg:
     """One parameter of a launch: the buffer it gets and the columns of it the kernel touches."""
@@ -124,6 +128,11 @@ class LaunchArg:
     param: str
     buffer: Buffer
     view: View  # the view of the buffer's layout the launch names (or the binding's, for a whole buffer)
+
+    @property
+    def name(self) -> str:
+        """What the launch gives the parameter: ``window.snap``."""
+        return _field_name(self.buffer, self.view)
 
 
 @dataclass(frozen=True, eq=False)
@@ -199,8 +208,7 @@ class Launch:
 
     def call_text(self, kernel: str) -> str:
         """The launch as it reads in a program listing: ``kernel(x=window.snap, y=y)``."""
-        args = ", ".join(f"{a.param}={a.buffer.name}" + (f".{a.view.path}" if a.view.path else "") for a in self.args)
-        return f"{kernel}({args})"
+        return f"{kernel}({', '.join(f'{a.param}={a.name}' for a in self.args)})"
 
 
 @dataclass(frozen=True, eq=False)

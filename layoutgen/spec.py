@@ -75,14 +75,13 @@ class Spec:
                     f"would define both", b.site,
                     hint=f"name the binding: {b.kernel.name}.bind(name=\"...\", ...), or rename the layout",
                 ))
-        taken = {b.name: "a kernel" for b in kernels} | {lay.name: "a layout" for lay in ordered.values()}
-        for generated, what in taken.items():
-            if generated in MODULE_NAMES:
-                thing = next((b for b in kernels if b.name == generated), None)
+        for what, declared in [("a kernel", b) for b in kernels] + [("a layout", lay) for lay in ordered.values()]:
+            if declared.name in MODULE_NAMES:
                 raise KernelError(Diagnostic(
-                    "LG208", f"{what} named `{generated}` would replace a name the generated Python module imports",
-                    thing.site if thing else site, hint="rename it",
+                    "LG208", f"{what} named `{declared.name}` would replace a name the generated Python module "
+                    f"imports", declared.site, hint="rename it",
                 ))
+        taken = {b.name: "a kernel" for b in kernels} | {lay.name: "a layout" for lay in ordered.values()}
         taken |= {n: "a name the generated module imports" for n in MODULE_NAMES}
         for prog in programs:
             for generated in (prog.name, f"capture_{prog.name}"):

@@ -116,6 +116,7 @@ class _Write:
     order: int  # the launch's position in the program
     launch: Launch
     param: str
+    buffer: Buffer
     box: Box
 
 
@@ -141,8 +142,7 @@ def _layout_mismatches(program: Program) -> list[Diagnostic]:
             elif not same_view(arg.view, bound):
                 out.append(Diagnostic(
                     "LG304", f"{_who(launch, arg.param)} is bound to {bound.name} ({where(view_box(bound), bound.layout)}) "
-                    f"but program `{program.name}` gives it `{arg.buffer.name}"
-                    + (f".{arg.view.path}" if arg.view.path else "") + f"` ({where(view_box(arg.view), bound.layout)})",
+                    f"but program `{program.name}` gives it `{arg.name}` ({where(view_box(arg.view), bound.layout)})",
                     launch.site,
                     hint=f"give `{arg.buffer.name}.{bound.path}`" if bound.path else f"give `{arg.buffer.name}`",
                 ))
@@ -177,11 +177,11 @@ def check_program(program: Program) -> list[Diagnostic]:
             param = params[arg.param]
             if not param.writes:
                 continue
-            write = _Write(order, launch, arg.param, view_box(arg.view))
+            write = _Write(order, launch, arg.param, arg.buffer, view_box(arg.view))
             # An InOut reads what it writes over: the order is the point. An Out replaces.
             replaces = param.access == "out" and arg.param not in launch.overwrites
             earlier = written[arg.buffer.name] if replaces else []
-            for other in [*earlier, *(w for w in mine if _same_buffer(launch, w, arg.buffer))]:
+            for other in [*earlier, *(w for w in mine if w.buffer is arg.buffer)]:
                 common = overlap(write.box, other.box)
                 if common is None:
                     continue
@@ -198,7 +198,7 @@ def check_program(program: Program) -> list[Diagnostic]:
             mine.append(write)
         out.extend(_read_while_written(launch, mine))
         for w in mine:
-            written[launch.arg(w.param).buffer.name].append(w)
+            written[w.buffer.name].append(w)
     out.extend(_never_written(program, written))
     out.extend(_unread(program, written))
     return out
@@ -227,7 +227,7 @@ def _read_while_written(launch: Launch, writes: list[_Write]) -> list[Diagnostic
         if launch.binding.kernel.param(arg.param).access != "in":
             continue
         for w in writes:
-            common = overlap(view_box(arg.view), w.box) if launch.arg(w.param).buffer is arg.buffer else None
+            common = overlap(view_box(arg.view), w.box) if w.buffer is arg.buffer else None
             if common is not None:
                 out.append(Diagnostic(
                     "LG302", f"{_who(launch, arg.param)} reads {describe_box(common, arg.buffer)}, which "
@@ -238,15 +238,11 @@ def _read_while_written(launch: Launch, writes: list[_Write]) -> list[Diagnostic
     return out
 
 
-def _same_buffer(launch: Launch, write: _Write, buffer: Buffer) -> bool:
-    return launch.arg(write.param).buffer is buffer
-
-
-def _read_later(program: Program, write: _Write, buffer: Buffer) -> bool:
+def _read_later(program: Program, write: _Write) -> bool:
     """Whether a later launch reads part of ``write`` before later writes have replaced all of it."""
     live = [write.box]
     for launch in program.launches[write.order + 1 :]:
-        mine = [(a, launch.binding.kernel.param(a.param)) for a in launch.args if a.buffer is buffer]
+        mine = [(a, launch.binding.kernel.param(a.param)) for a in launch.args if a.buffer is write.buffer]
         if any(p.reads and overlap(piece, view_box(a.view)) for a, p in mine for piece in live):
             return True
         replaced = [view_box(a.view) for a, p in mine if p.access == "out"]
@@ -259,17 +255,13 @@ def _read_later(program: Program, write: _Write, buffer: Buffer) -> bool:
 def _unread(program: Program, written: dict[str, list[_Write]]) -> list[Diagnostic]:
     """LG303 for each write that no later launch reads, in a buffer the caller does not read."""
     out = []
-    buffers = {b.name: b for b in program.buffers}
     writes = sorted((w for ws in written.values() for w in ws), key=lambda w: w.order)
     for w in writes:
-        buffer = program.launches[w.order].arg(w.param).buffer
-        if buffers[buffer.name].output:
-            continue
-        if not _read_later(program, w, buffer):
+        if not w.buffer.output and not _read_later(program, w):
             out.append(Diagnostic(
-                "LG303", f"{_who(w.launch, w.param)} writes {describe_box(w.box, buffer)}, which no later "
+                "LG303", f"{_who(w.launch, w.param)} writes {describe_box(w.box, w.buffer)}, which no later "
                 f"launch of `{program.name}` reads and which is not a program output", w.launch.site,
-                hint=f"declare Buffer(\"{buffer.name}\", ..., output=True) if the caller reads it; otherwise the "
+                hint=f"declare Buffer(\"{w.buffer.name}\", ..., output=True) if the caller reads it; otherwise the "
                 f"write is wasted work (or a read is missing)",
             ))
     return out
