@@ -75,8 +75,8 @@ SPEC = '''\
 """500 bindings: 10 kernels, each bound to each of {n} layouts."""
 
 from layoutgen import Field, Group, Layout, dims, f32
-from layoutgen.kernels import Grid, In, InOut, Kernel, Out
-from layoutgen.spec import Spec
+from layoutgen.declare.kernels import Grid, In, InOut, Kernel, Out
+from layoutgen.declare.spec import Spec
 
 B, K, F, G = dims("B K F G")
 
@@ -182,7 +182,7 @@ def measure(runner: Callable[..., tuple[float, str]], repeat: int) -> dict[str, 
 def startup() -> float:
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     start = time.perf_counter()
-    subprocess.run([sys.executable, "-c", "import layoutgen.cli, layoutgen.project"], env=env, check=True)
+    subprocess.run([sys.executable, "-c", "import layoutgen.cli, layoutgen.project.process"], env=env, check=True)
     return time.perf_counter() - start
 
 

@@ -38,10 +38,10 @@ from .schema import (
 __version__ = "0.1.0"
 
 # After __version__: the modules below read it.
-from .copies import field_copies  # noqa: E402
-from .kernels import Binding, Grid, In, InOut, Kernel, KernelError, Out, Param  # noqa: E402
-from .program import Buffer, BufferView, Launch, Program, ProgramError  # noqa: E402
-from .spec import Spec  # noqa: E402
+from .declare.copies import field_copies  # noqa: E402
+from .declare.kernels import Binding, Grid, In, InOut, Kernel, KernelError, Out, Param  # noqa: E402
+from .declare.program import Buffer, BufferView, Launch, Program, ProgramError  # noqa: E402
+from .declare.spec import Spec  # noqa: E402
 
 __all__ = [
     "Axis", "CODES", "DTYPES", "Diagnostic", "Dim", "DType", "Field", "Group", "Layout", "LayoutError",

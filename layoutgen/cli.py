@@ -12,10 +12,10 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from . import __version__
-from .config import Config, ConfigError, load_config
-from .files import apply, unified_diff
-from .project import SpecResult, drift_diagnostics, no_specs, process_spec
-from .report import FORMATS, counts, render, summary_line
+from .project.config import Config, ConfigError, load_config
+from .project.files import apply, unified_diff
+from .project.process import SpecResult, drift_diagnostics, no_specs, process_spec
+from .project.report import FORMATS, counts, render, summary_line
 from .schema.diagnostics import Diagnostic, LayoutgenError
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
@@ -133,14 +133,14 @@ def cmd_check(args: argparse.Namespace) -> int:
     for result in results:
         diags.extend(drift_diagnostics(result, config.root))
     if args.compile:
-        from .compile_all import compile_results  # imports CuPy's NVRTC only when asked
+        from .project.compile_all import compile_results  # imports CuPy's NVRTC only when asked
 
         diags.extend(compile_results(results, config, report=args.report, progress=not args.quiet))
     return _finish(diags, len(results), args.format)
 
 
 def cmd_show(args: argparse.Namespace) -> int:
-    from .show import show
+    from .project.show import show
 
     config = load_config(Path.cwd())
     target = args.target

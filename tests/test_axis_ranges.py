@@ -155,7 +155,7 @@ BODY = """\
 
 def test_a_kernel_on_a_named_range_writes_exactly_that_range(tmp_path: Path) -> None:
     from layoutgen.codegen.render import render_spec
-    from layoutgen.spec import Spec
+    from layoutgen.declare.spec import Spec
 
     host = pytest.importorskip("test_qkv_host")
     if host.COMPILER is None:
@@ -180,7 +180,7 @@ def test_a_kernel_on_a_named_range_writes_exactly_that_range(tmp_path: Path) -> 
 def test_field_copies_of_a_named_range_gather_and_scatter_exactly_it(tmp_path: Path) -> None:
     from layoutgen import field_copies
     from layoutgen.codegen.render import render_spec
-    from layoutgen.spec import Spec
+    from layoutgen.declare.spec import Spec
 
     host = pytest.importorskip("test_qkv_host")
     if host.COMPILER is None:
@@ -221,7 +221,7 @@ def test_a_launch_over_a_named_range_starts_threads_for_its_rows_only(tmp_path: 
     import importlib.util
 
     from layoutgen.codegen.render import render_spec
-    from layoutgen.specload import load_spec
+    from layoutgen.project.specload import load_spec
 
     repo = Path(__file__).resolve().parent.parent
     loaded = load_spec(repo / "tests/specs/ranges/spec.py")

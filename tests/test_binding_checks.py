@@ -15,10 +15,10 @@ from pathlib import Path
 
 from layoutgen import Field, Group, Layout, Pad, Site, dims, f16, f32
 from layoutgen.checks import check_binding, check_spec, describe_view
-from layoutgen.kernels import In, InOut, Kernel, Out
+from layoutgen.declare.kernels import In, InOut, Kernel, Out
 from layoutgen.schema.diagnostics import Diagnostic
-from layoutgen.spec import Spec
-from layoutgen.unify import unify
+from layoutgen.declare.spec import Spec
+from layoutgen.declare.unify import unify
 
 REPO = Path(__file__).resolve().parent.parent
 

@@ -200,9 +200,9 @@ def _compile_with(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, *, tty: bool,
     """What compile_results writes to stderr for the mini spec, with NVRTC stubbed out."""
     import sys
 
-    from layoutgen.compile_all import compile_results
-    from layoutgen.config import load_config
-    from layoutgen.project import process_spec
+    from layoutgen.project.compile_all import compile_results
+    from layoutgen.project.config import load_config
+    from layoutgen.project.process import process_spec
     from layoutgen.runtime.cache import CubinCache
 
     compiled: list[str] = []
@@ -235,7 +235,7 @@ def test_compile_progress_is_silent_off_a_terminal_or_quiet(
 
 
 def test_quiet_passes_progress_false(monkeypatch: pytest.MonkeyPatch) -> None:
-    import layoutgen.compile_all as compile_all
+    import layoutgen.project.compile_all as compile_all
 
     seen: list[bool] = []
     monkeypatch.setattr(compile_all, "compile_results",

@@ -23,10 +23,10 @@ from layoutgen import Field, Layout, Site, dims, f16, f32
 from layoutgen.codegen.env import c_float, c_int, c_string, environment, mark_lines, split_marks
 from layoutgen.codegen.model import view_model
 from layoutgen.codegen.render import Rendered, render_spec
-from layoutgen.files import MARKER, is_generated, verify
-from layoutgen.kernels import In, InOut, Kernel, Out
-from layoutgen.spec import Spec
-from layoutgen.specload import load_spec
+from layoutgen.project.files import MARKER, is_generated, verify
+from layoutgen.declare.kernels import In, InOut, Kernel, Out
+from layoutgen.declare.spec import Spec
+from layoutgen.project.specload import load_spec
 
 REPO = Path(__file__).resolve().parent.parent
 GOLDEN = REPO / "tests" / "golden"

@@ -83,8 +83,8 @@ def test_a_last_line_without_semicolon_is_reported_on_the_templates_last_line(tm
     (project / "open.cu.j2").write_text("    const float v = x.at(row, 0);\n    y.at(row, 0) = 2.0f * v\n")
     (project / "spec.py").write_text(
         "from layoutgen import Layout, dims, f32\n"
-        "from layoutgen.kernels import In, Kernel, Out\n"
-        "from layoutgen.spec import Spec\n"
+        "from layoutgen.declare.kernels import In, Kernel, Out\n"
+        "from layoutgen.declare.spec import Spec\n"
         "(N,) = dims('N')\n"
         "Rows = Layout('Rows', [N], f32, width=4)\n"
         "k = Kernel('open_end', 'open.cu.j2', [In('x', [N, 4]), Out('y', [N, 4])])\n"

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from layoutgen.config import KEYS, Config, ConfigError, find_root, load_config
+from layoutgen.project.config import KEYS, Config, ConfigError, find_root, load_config
 
 
 def project(root: Path, table: str | None, extra: str = "") -> Path:
@@ -95,15 +95,15 @@ def test_launchers_use_the_cache_dir_that_check_compile_uses(root: Path, monkeyp
     import importlib.util
     import sys
 
-    from layoutgen.files import apply
-    from layoutgen.project import process_spec
+    from layoutgen.project.files import apply
+    from layoutgen.project.process import process_spec
     from layoutgen.runtime.cache import CubinCache
 
     (root / "k.cu.j2").write_text("    y.at(row, 0) = x.at(row, 0);\n")
     (root / "spec.py").write_text(
         "from layoutgen import Layout, dims, f32\n"
-        "from layoutgen.kernels import In, Kernel, Out\n"
-        "from layoutgen.spec import Spec\n"
+        "from layoutgen.declare.kernels import In, Kernel, Out\n"
+        "from layoutgen.declare.spec import Spec\n"
         "(N,) = dims('N')\n"
         "Rows = Layout('Rows', [N], f32, width=4)\n"
         "k = Kernel('copy_rows', 'k.cu.j2', [In('x', [N, 4]), Out('y', [N, 4])])\n"

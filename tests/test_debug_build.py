@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from layoutgen.codegen.render import render_spec
-from layoutgen.config import ConfigError, load_config
-from layoutgen.specload import load_spec
+from layoutgen.project.config import ConfigError, load_config
+from layoutgen.project.specload import load_spec
 from tests.test_cli import layoutgen
 
 REPO = Path(__file__).resolve().parent.parent

@@ -22,10 +22,10 @@ from hypothesis import strategies as st
 
 from layoutgen import Axis, Field, Group, Layout, Pad, dims, f16, f32
 from layoutgen.cli import main
-from layoutgen.diagram import binding_svg, layout_svg, spec_svg
-from layoutgen.diagram_parts import place_leaders
-from layoutgen.specload import load_spec
-from layoutgen.svg import CHAR_EM, num, text_width
+from layoutgen.diagrams.drawing import binding_svg, layout_svg, spec_svg
+from layoutgen.diagrams.parts import place_leaders
+from layoutgen.project.specload import load_spec
+from layoutgen.diagrams.svg import CHAR_EM, num, text_width
 from test_schema_properties import shaped_layouts
 
 REPO = Path(__file__).resolve().parent.parent
@@ -153,7 +153,7 @@ def test_layout_labels_do_not_collide(lay: Layout) -> None:
 
 @pytest.mark.parametrize("binding", VSN.kernels, ids=lambda b: b.name)
 def test_binding_diagram_names_every_parameter_and_view(binding: object) -> None:
-    from layoutgen.kernels import Binding
+    from layoutgen.declare.kernels import Binding
 
     assert isinstance(binding, Binding)
     svg = binding_svg(binding)
@@ -245,7 +245,7 @@ def test_a_named_axis_is_drawn_as_a_second_band() -> None:
 
 @pytest.mark.parametrize("binding", [*QKV_SPEC.kernels, *RANGES.kernels], ids=lambda b: b.name)
 def test_bindings_to_sub_arrays_and_named_ranges(binding: object) -> None:
-    from layoutgen.kernels import Binding
+    from layoutgen.declare.kernels import Binding
 
     assert isinstance(binding, Binding)
     svg = binding_svg(binding)

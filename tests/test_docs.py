@@ -34,7 +34,7 @@ import pytest
 
 import layoutgen
 from layoutgen.cli import main
-from layoutgen.config import KEYS
+from layoutgen.project.config import KEYS
 from layoutgen.schema.diagnostics import CODES
 
 REPO = Path(__file__).resolve().parent.parent

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from layoutgen.files import (
+from layoutgen.project.files import (
     MARKER,
     Change,
     Plan,

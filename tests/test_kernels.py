@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from layoutgen import Field, Layout, LayoutError, LayoutgenError, Site, dims, f16, f32
-from layoutgen.kernels import Binding, Grid, In, InOut, Kernel, KernelError, Out
-from layoutgen.spec import Spec
+from layoutgen.declare.kernels import Binding, Grid, In, InOut, Kernel, KernelError, Out
+from layoutgen.declare.spec import Spec
 
 B, K, F, C = dims("B K F C")
 

@@ -14,7 +14,7 @@ import pytest
 
 from layoutgen import Field, Layout, Site, dims, f32
 from layoutgen.checks.lint import lint_template
-from layoutgen.kernels import In, Kernel, Out
+from layoutgen.declare.kernels import In, Kernel, Out
 
 HERE = Path(__file__).resolve().parent
 SPECS = HERE / "specs" / "lint"
@@ -144,14 +144,14 @@ def test_raw_lg_names_in_a_template_are_reported(tmp_path: Path) -> None:
 
 def rendered_lint(tmp_path: Path, body: str) -> list[tuple[str, int, str]]:
     """Lint of ``body`` as `layoutgen check` runs it (source, then rendered): (code, line, message)."""
-    from layoutgen.config import Config
-    from layoutgen.project import process_spec
+    from layoutgen.project.config import Config
+    from layoutgen.project.process import process_spec
 
     (tmp_path / "t.cu.j2").write_text(body)
     (tmp_path / "spec.py").write_text(
         "from layoutgen import Field, Layout, dims, f32\n"
-        "from layoutgen.kernels import In, Kernel, Out\n"
-        "from layoutgen.spec import Spec\n"
+        "from layoutgen.declare.kernels import In, Kernel, Out\n"
+        "from layoutgen.declare.spec import Spec\n"
         "B, K, F, C = dims('B K F C')\n"
         "W = Layout('Window', [B, K], f32, [Field('snap', 40), Field('context', 16)])\n"
         "k = Kernel('sneaky', 't.cu.j2', [In('x', [B, K, F]), Out('dst', [B, K, C])])\n"
@@ -207,8 +207,8 @@ def test_lint_runs_as_part_of_check(tmp_path: Path) -> None:
     (tmp_path / "bad.cu.j2").write_text("    // reads rows\n    float v = x.row(0)[row * 56 + 1];\n")
     (tmp_path / "spec.py").write_text(
         "from layoutgen import Field, Layout, dims, f32\n"
-        "from layoutgen.kernels import In, Kernel\n"
-        "from layoutgen.spec import Spec\n"
+        "from layoutgen.declare.kernels import In, Kernel\n"
+        "from layoutgen.declare.spec import Spec\n"
         "B, K, F = dims('B K F')\n"
         "W = Layout('Window', [B, K], f32, [Field('snap', 40), Field('context', 16)])\n"
         "k = Kernel('bad', 'bad.cu.j2', [In('x', [B, K, F])])\n"

@@ -135,7 +135,7 @@ def test_rope_on_padded_heads_through_a_named_axis(tmp_path: Path, rng: np.rando
     from examples.qkv.spec import Positions, rope
     from layoutgen import Axis, Field, Layout, Pad, dims, f32
     from layoutgen.codegen.render import render_spec
-    from layoutgen.spec import Spec
+    from layoutgen.declare.spec import Spec
 
     B, S = dims("B S")
     QKVPadded = Layout("QKVPadded", [B, S, Axis([Field("q", 32), Field("k", 8), Field("v", 8)])], f32,

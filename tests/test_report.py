@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from layoutgen.report import (
+from layoutgen.project.report import (
     FORMATS,
     counts,
     format_github,

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from ..kernels import Binding, Param
+from ..declare.kernels import Binding, Param
 from ..schema import View
 from ..schema.diagnostics import Diagnostic
 from ..schema.dims import shape_text, strides_text
-from ..spec import Spec
-from ..unify import Conflict, unify
+from ..declare.spec import Spec
+from ..declare.unify import Conflict, unify
 from .dataflow import check_program
 
 

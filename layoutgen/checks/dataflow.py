@@ -14,8 +14,8 @@ from __future__ import annotations
 import itertools
 from dataclasses import dataclass
 
-from ..program import Buffer, Launch, Program
-from ..spec import same_view
+from ..declare.program import Buffer, Launch, Program
+from ..declare.spec import same_view
 from ..schema import Layout, View
 from ..schema.diagnostics import Diagnostic
 

@@ -16,7 +16,7 @@ import functools
 import re
 from pathlib import Path
 
-from ..kernels import Binding
+from ..declare.kernels import Binding
 from ..schema.diagnostics import Diagnostic, Site
 
 # An integer literal next to `*` or `+`, or alone inside `[...]`: index math.

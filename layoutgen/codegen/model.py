@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..kernels import Binding
+from ..declare.kernels import Binding
 from ..schema import View
 from ..schema.dims import Dim, Size, shape_text, strides_text
-from ..unify import unify
+from ..declare.unify import unify
 
 #: Element counts at or past this need 64-bit index arithmetic.
 INT32_LIMIT = 2**31

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..program import Program
+from ..declare.program import Program
 from ..schema import Dim, Layout
 from ..schema.dims import shape_text, strides_text
-from ..spec import Spec, launch_kernel
+from ..declare.spec import Spec, launch_kernel
 from .model import grid_shape, per_row_symbols
 
 

@@ -1,6 +1,6 @@
 """Rendering a spec into the text of its generated files.
 
-Data in, text out: this module writes nothing to disk (see :mod:`layoutgen.files`).
+Data in, text out: this module writes nothing to disk (see :mod:`layoutgen.project.files`).
 """
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ from pathlib import Path
 import jinja2
 
 from .. import __version__
-from ..kernels import Binding
+from ..declare.kernels import Binding
 from ..schema.diagnostics import Diagnostic, Site
-from ..spec import Spec
+from ..declare.spec import Spec
 from .env import PACKAGE_TEMPLATES, environment, split_marks
 from .pymodule import module_model
 from .model import KernelModel, ViewModel, kernel_model, view_model
@@ -119,7 +119,7 @@ def render_spec(
     ``out`` is the output folder relative to ``root``: kernels name themselves by their path under
     the root in the ``#line`` after their body.
     """
-    from ..files import stamp  # late: files is a sibling layer
+    from ..project.files import stamp  # late: files is a sibling layer
 
     env = environment(root)
     header = f"{spec.name}.cuh"

@@ -1,8 +1,8 @@
 """A kernel whose template has a C++ error on its line 3: NVRTC must point there."""
 
 from layoutgen import Layout, dims, f32
-from layoutgen.kernels import InOut, Kernel
-from layoutgen.spec import Spec
+from layoutgen.declare.kernels import InOut, Kernel
+from layoutgen.declare.spec import Spec
 
 B, F = dims("B F")
 

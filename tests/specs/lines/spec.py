@@ -1,8 +1,8 @@
 """A template with `{% for %}` and `{% if %}`: `#line` must follow the template."""
 
 from layoutgen import Field, Layout, dims, f32
-from layoutgen.kernels import InOut, Kernel
-from layoutgen.spec import Spec
+from layoutgen.declare.kernels import InOut, Kernel
+from layoutgen.declare.spec import Spec
 
 B, K, F = dims("B K F")
 

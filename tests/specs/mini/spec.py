@@ -7,8 +7,8 @@ per-series context into every row's context columns.
 """
 
 from layoutgen import Field, Layout, dims, f32
-from layoutgen.kernels import Grid, In, InOut, Kernel, Out
-from layoutgen.spec import Spec
+from layoutgen.declare.kernels import Grid, In, InOut, Kernel, Out
+from layoutgen.declare.spec import Spec
 
 B, K, F, C = dims("B K F C")
 

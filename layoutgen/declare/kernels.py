@@ -14,11 +14,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from .schema import DType, Layout, View
-from .schema.diagnostics import Diagnostic, LayoutgenError, Site, caller_site
-from .schema.dims import Dim, as_shape
-from .schema.dtypes import resolve_dtype
-from .schema.names import name_problem
+from ..schema import DType, Layout, View
+from ..schema.diagnostics import Diagnostic, LayoutgenError, Site, caller_site
+from ..schema.dims import Dim, as_shape
+from ..schema.dtypes import resolve_dtype
+from ..schema.names import name_problem
 
 Access = Literal["in", "out", "inout"]
 

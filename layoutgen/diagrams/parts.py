@@ -1,4 +1,4 @@
-"""Parts of the diagrams of :mod:`layoutgen.diagram`: colours and sizes, the scale of a band, its
+"""Parts of the diagrams of :mod:`layoutgen.diagrams.drawing`: colours and sizes, the scale of a band, its
 ruler, the head ticks of sub-array fields, and the placement of labels hung below a band.
 """
 
@@ -7,8 +7,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .schema.dims import Size
-from .schema.record import Region
+from ..schema.dims import Size
+from ..schema.record import Region
 from .svg import Canvas, Span, text_width
 
 #: Fills of fields, in declaration order (light, so black text reads on each).

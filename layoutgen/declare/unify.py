@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .kernels import Binding, Param
-from .schema import View
-from .schema.dims import Dim
+from ..schema import View
+from ..schema.dims import Dim
 
 
 @dataclass(frozen=True)

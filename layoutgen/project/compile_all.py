@@ -8,10 +8,10 @@ from dataclasses import replace
 from pathlib import Path
 
 from .config import Config
-from .project import SpecResult
-from .runtime.cache import CubinCache
-from .runtime.nvrtc import CompileError, CompileRequest
-from .schema.diagnostics import Diagnostic, Site
+from .process import SpecResult
+from ..runtime.cache import CubinCache
+from ..runtime.nvrtc import CompileError, CompileRequest
+from ..schema.diagnostics import Diagnostic, Site
 
 
 def compile_results(

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import Any
 
-from .schema.diagnostics import display_path
+from ..schema.diagnostics import display_path
 
 #: Every key of ``[tool.layoutgen]``, with a one-line description and its
 #: default; the configuration docs are generated from this table.

@@ -7,9 +7,9 @@ from dataclasses import dataclass
 
 from .kernels import Binding, KernelError
 from .program import Launch, Program, ProgramError
-from .schema import Layout, View
-from .schema.diagnostics import Diagnostic, Site, caller_site
-from .schema.names import name_problem
+from ..schema import Layout, View
+from ..schema.diagnostics import Diagnostic, Site, caller_site
+from ..schema.names import name_problem
 
 
 #: What the generated Python module imports or defines at top level besides the spec's names:

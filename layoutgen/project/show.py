@@ -2,7 +2,7 @@
 
 Without ``--svg``/``--png`` it prints text: the table of each layout and each
 binding's parameters. With them it writes the diagrams of
-:mod:`layoutgen.diagram` instead. PNG needs a converter that layoutgen does
+:mod:`layoutgen.diagrams.drawing` instead. PNG needs a converter that layoutgen does
 not depend on: the ``cairosvg`` package, or ``rsvg-convert`` (librsvg) on
 the PATH.
 """
@@ -15,17 +15,17 @@ import subprocess
 import sys
 from pathlib import Path
 
-from .checks import describe_view
+from ..checks import describe_view
 from .config import Config
-from .kernels import Binding
+from ..declare.kernels import Binding
 from .report import format_text
-from .schema import Layout
-from .schema.diagnostics import display_path
-from .schema.dims import shape_text, strides_text
-from .program import Program
-from .spec import Spec, launch_kernel
+from ..schema import Layout
+from ..schema.diagnostics import display_path
+from ..schema.dims import shape_text, strides_text
+from ..declare.program import Program
+from ..declare.spec import Spec, launch_kernel
 from .specload import load_spec
-from .unify import unify
+from ..declare.unify import unify
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
@@ -86,7 +86,7 @@ def _find(spec: Spec, name: str) -> Layout | Binding | Program | None:
 
 
 def _draw(spec: Spec, target: Layout | Binding | None, svg: str | None, png: str | None) -> int:
-    from .diagram import binding_svg, layout_svg, spec_svg  # only when drawing
+    from ..diagrams.drawing import binding_svg, layout_svg, spec_svg  # only when drawing
 
     if target is None:
         text = spec_svg(spec)

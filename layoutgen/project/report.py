@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterable
 
-from .schema.diagnostics import CODES, Diagnostic, Severity, display_path
+from ..schema.diagnostics import CODES, Diagnostic, Severity, display_path
 
 #: The names :func:`render` accepts, the first the default.
 FORMATS = ("text", "json", "github")

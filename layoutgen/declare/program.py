@@ -24,9 +24,9 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 from .kernels import Binding, Kernel
-from .schema import Layout, View
-from .schema.diagnostics import Diagnostic, LayoutgenError, Site, caller_site
-from .schema.names import name_problem
+from ..schema import Layout, View
+from ..schema.diagnostics import Diagnostic, LayoutgenError, Site, caller_site
+from ..schema.names import name_problem
 
 
 class ProgramError(LayoutgenError):
