@@ -35,13 +35,11 @@ from .schema import (
     u64,
 )
 
-__version__ = "0.1.0"
-
-# After __version__: the modules below read it.
-from .declare.copies import field_copies  # noqa: E402
-from .declare.kernels import Binding, Grid, In, InOut, Kernel, KernelError, Out, Param  # noqa: E402
-from .declare.program import Buffer, BufferView, Launch, Program, ProgramError  # noqa: E402
-from .declare.spec import Spec  # noqa: E402
+from .declare.copies import field_copies
+from .declare.kernels import Binding, Grid, In, InOut, Kernel, KernelError, Out, Param
+from .declare.program import Buffer, BufferView, Launch, Program, ProgramError
+from .declare.spec import Spec
+from .version import __version__
 
 __all__ = [
     "Axis", "CODES", "DTYPES", "Diagnostic", "Dim", "DType", "Field", "Group", "Layout", "LayoutError",

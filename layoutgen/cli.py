@@ -11,10 +11,10 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from . import __version__
+from .version import __version__
 from .project.config import Config, ConfigError, load_config
 from .project.files import apply, unified_diff
-from .project.process import SpecResult, drift_diagnostics, no_specs, process_spec
+from .project.process import drift_diagnostics, no_specs, process_spec
 from .project.report import FORMATS, counts, render, summary_line
 from .schema.diagnostics import Diagnostic, LayoutgenError
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from layoutgen.project.files import MARKER
+from layoutgen.codegen.stamp import MARKER
 
 REPO = Path(__file__).resolve().parent.parent
 MINI_FILES = ["generated/mini/__init__.py", "generated/mini/copy_context.cu", "generated/mini/mini.cuh",

@@ -23,7 +23,7 @@ from layoutgen import Field, Layout, Site, dims, f16, f32
 from layoutgen.codegen.env import c_float, c_int, c_string, environment, mark_lines, split_marks
 from layoutgen.codegen.model import view_model
 from layoutgen.codegen.render import Rendered, render_spec
-from layoutgen.project.files import MARKER, is_generated, verify
+from layoutgen.codegen.stamp import MARKER, is_generated, verify
 from layoutgen.declare.kernels import In, InOut, Kernel, Out
 from layoutgen.declare.spec import Spec
 from layoutgen.project.specload import load_spec

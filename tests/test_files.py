@@ -8,17 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from layoutgen.project.files import (
-    MARKER,
-    Change,
-    Plan,
-    apply,
-    is_generated,
-    plan_output,
-    stamp,
-    unified_diff,
-    verify,
-)
+from layoutgen.codegen.stamp import MARKER, is_generated, stamp, verify
+from layoutgen.project.files import Change, Plan, apply, plan_output, unified_diff
 from layoutgen.schema.diagnostics import LayoutgenError
 
 SPEC = "examples/vsn/spec.py"

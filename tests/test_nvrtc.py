@@ -333,7 +333,7 @@ def test_key_covers_versions_and_include_folders(monkeypatch: pytest.MonkeyPatch
     req = CompileRequest(SCALE, "k.cu")
     key = req.key()
     with monkeypatch.context() as m:
-        m.setattr(layoutgen, "__version__", "999.0")
+        m.setattr(layoutgen.version, "__version__", "999.0")
         assert req.key() != key
     with monkeypatch.context() as m:
         m.setattr(rt, "nvrtc_version", lambda: (99, 0))

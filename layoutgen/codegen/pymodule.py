@@ -5,7 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..declare.program import Program
-from ..schema import Dim, Layout
+from ..schema import Dim
+from ..schema.view import LayoutLike
 from ..schema.dims import shape_text, strides_text
 from ..declare.spec import Spec, launch_kernel
 from .model import grid_shape, per_row_symbols
@@ -81,7 +82,7 @@ def _runtime_dims(dims: tuple[Dim, ...]) -> tuple[str | int, ...]:
     return tuple(d.size if d.size is not None else str(d.name) for d in dims)
 
 
-def _layout_text(layout: Layout) -> str:
+def _layout_text(layout: LayoutLike) -> str:
     """``Window [B, K, 56] f32``."""
     return f"{layout.name} {shape_text(layout.shape)} {layout.dtype}"
 

@@ -12,12 +12,13 @@ from pathlib import Path
 
 import jinja2
 
-from .. import __version__
+from ..version import __version__
 from ..declare.kernels import Binding
 from ..schema.diagnostics import Diagnostic, Site
 from ..declare.spec import Spec
 from .env import PACKAGE_TEMPLATES, environment, split_marks
 from .pymodule import module_model
+from .stamp import stamp
 from .model import KernelModel, ViewModel, kernel_model, view_model
 
 
@@ -119,8 +120,6 @@ def render_spec(
     ``out`` is the output folder relative to ``root``: kernels name themselves by their path under
     the root in the ``#line`` after their body.
     """
-    from ..project.files import stamp  # late: files is a sibling layer
-
     env = environment(root)
     header = f"{spec.name}.cuh"
     views: dict[str, ViewModel] = {}

@@ -61,11 +61,10 @@ class Spec:
                     f"code" + (" (the spec's name)" if b.name == name else ""), b.site,
                     hint=f"name the binding: {b.kernel.name}.bind(name=\"...\", ...), or rename the spec",
                 ))
-        for lay in layouts:
+        ordered: dict[int, Layout] = {}
+        for lay in [*layouts, *(v.layout for b in kernels for _, v in b.views)]:  # views carry what made them
             if not isinstance(lay, Layout):
                 raise KernelError(Diagnostic("LG208", f"the layouts of spec `{name}` must be layouts, got {lay!r}", site))
-        ordered: dict[int, Layout] = {}
-        for lay in [*layouts, *(v.layout for b in kernels for _, v in b.views)]:
             ordered.setdefault(id(lay), lay)
         layout_names = {lay.name for lay in ordered.values()}
         for b in kernels:

@@ -25,6 +25,7 @@ from typing import Any, Literal
 
 from ..schema.diagnostics import Diagnostic, LayoutgenError, Site
 from . import paths
+from .. import version
 
 __all__ = [
     "CompileError", "CompileRequest", "CompileResult", "KernelResources", "NvrtcUnavailableError",
@@ -93,7 +94,6 @@ class CompileRequest:
         too), the arch, the NVRTC version and layoutgen's version. Raises
         :class:`NvrtcUnavailableError` when NVRTC cannot be loaded.
         """
-        from .. import __version__  # late: layoutgen/__init__ may one day import the runtime
 
         major, minor = nvrtc_version()
         payload = {
@@ -102,7 +102,7 @@ class CompileRequest:
             "options": list(self.nvrtc_options()),
             "arch": self.arch,
             "nvrtc": f"{major}.{minor}",
-            "layoutgen": __version__,
+            "layoutgen": version.__version__,
         }
         blob = json.dumps(payload, sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(blob.encode("ascii")).hexdigest()

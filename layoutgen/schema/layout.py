@@ -12,12 +12,13 @@ from .dims import Dim, Size, as_shape, shape_text
 from .dtypes import DType, resolve_dtype
 from .fields import Axis, Entry
 from .names import name_problem
+from .numpy_interop import structured_dtype
 from .record import Region, resolve_axis, resolve_record
+from .table import layout_table
+from .view import View
 
 if TYPE_CHECKING:
     import numpy as np
-
-    from .view import View
 
 
 @dataclass(frozen=True, eq=False, init=False)
@@ -65,8 +66,6 @@ class Layout:
             dims = [Dim.of(1) if isinstance(d, Axis) else d for d in dims]  # placeholder; sized below
         leading = as_shape(dims, f"the dims of `{name}`", site)
         resolved = resolve_dtype(dtype, f"the dtype of `{name}`", site)
-        from .view import View  # the view module needs Layout; import late
-
         # dir() misses dataclass fields without a class-level default (`dims`,
         # `record`, `doc`, `layout`, `region`): list those too.
         declared = [f.name for f in dataclass_fields(View) + dataclass_fields(Layout)]
@@ -142,8 +141,6 @@ class Layout:
     @property
     def view(self) -> View:
         """The whole layout as a view."""
-        from .view import View
-
         return View(self, self.record)
 
     def __getitem__(self, path: str) -> View:
@@ -164,13 +161,9 @@ class Layout:
 
     def numpy_dtype(self) -> np.dtype[Any] | None:
         """A numpy structured dtype of one row, or None where numpy lacks the element type."""
-        from .numpy_interop import structured_dtype
-
         return structured_dtype(self)
 
     def __str__(self) -> str:
-        from .table import layout_table
-
         return layout_table(self)
 
     def __repr__(self) -> str:

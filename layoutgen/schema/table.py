@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 from .dims import Size, shape_text, strides_text
 
 if TYPE_CHECKING:
-    from .layout import Layout
+    from .view import LayoutLike
 
 
 def _row(cells: list[str], widths: list[int]) -> str:
@@ -15,7 +15,7 @@ def _row(cells: list[str], widths: list[int]) -> str:
     return (left.ljust(widths[0]) + "".join(c.rjust(w + 2) for c, w in zip(rest, widths[1:]))).rstrip()
 
 
-def layout_table(layout: Layout) -> str:
+def layout_table(layout: LayoutLike) -> str:
     """``Window [B, K, 56] f32`` and a table of every field's columns, strides and alignment."""
     lines = [
         f"{layout.name} {shape_text(layout.shape)} {layout.dtype}"

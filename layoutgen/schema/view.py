@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from .diagnostics import Diagnostic, Site, UnknownFieldError, caller_site, layout_error
 from .dims import Dim, Size, shape_text, strides_text
@@ -12,8 +12,6 @@ from .record import Region
 
 if TYPE_CHECKING:
     import numpy as np
-
-    from .layout import Layout
 
 #: The alignment layoutgen assumes of an allocation's base pointer; checked at launch.
 BASE_ALIGN = 256
@@ -29,6 +27,49 @@ def pow2_align(byte_count: int, cap: int = BASE_ALIGN) -> int:
     return min(byte_count & -byte_count, cap)
 
 
+class LayoutLike(Protocol):
+    """What a view reads of its layout: :class:`~layoutgen.schema.layout.Layout` has all of it.
+
+    Declared here so that this module needs nothing of the layout module, which
+    builds views: the dependency runs one way, layout -> view.
+    """
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def dims(self) -> tuple[Dim, ...]: ...
+    @property
+    def dtype(self) -> DType: ...
+    @property
+    def record(self) -> Region: ...
+    @property
+    def read_only(self) -> bool: ...
+    @property
+    def doc(self) -> str: ...
+    @property
+    def site(self) -> Site | None: ...
+    @property
+    def column_unit(self) -> Size: ...
+    @property
+    def named_axis(self) -> int | None: ...
+    @property
+    def axis_ranges(self) -> Region | None: ...
+    @property
+    def width(self) -> int: ...
+    @property
+    def shape(self) -> tuple[Dim, ...]: ...
+    @property
+    def row_elements(self) -> Size: ...
+    @property
+    def row_bytes(self) -> int: ...
+    @property
+    def rows(self) -> Size: ...
+    @property
+    def symbols(self) -> tuple[str, ...]: ...
+    @property
+    def view(self) -> View: ...
+
+
 @dataclass(frozen=True, eq=False)
 class View:
     """One field of a layout: shape, element strides, offset and alignment.
@@ -39,7 +80,7 @@ class View:
     the layout's named axis (``axis_range``): ``Obs.t1.snap``.
     """
 
-    layout: Layout
+    layout: LayoutLike
     region: Region
     read_only: bool = False
     axis_range: Region | None = None  # a named range of ``layout.named_axis``; None for the whole axis
@@ -269,10 +310,56 @@ class View:
     # -- numpy ---------------------------------------------------------------
 
     def of(self, array: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
-        """The numpy strided view of this field of ``array`` (no copy)."""
-        from .numpy_interop import field_of
-
-        return field_of(self, array)
+        """The numpy strided view of this field of ``array`` (no copy): ``array[..., start:stop]``,
+        narrowed on the named axis and split into the field's shape, after checking that ``array``
+        has the view's layout (LG110 otherwise). Slicing needs nothing of numpy itself."""
+        layout, view = self.layout, self
+        site = caller_site()
+        shape = tuple(getattr(array, "shape", ()))
+        unit = shape[-1] // layout.width if shape else 0
+        if len(shape) != len(layout.shape) or shape[-1] != layout.width * unit or (
+            layout.column_unit.is_static and unit != 1
+        ) or unit < 1:
+            raise layout_error(
+                "LG110",
+                f"an array of `{layout.name}` must have shape [{', '.join(map(str, layout.shape))}], got {list(shape)}",
+                site,
+            )
+        bound: dict[str, tuple[int, int]] = {}  # symbol -> (its first axis, its size there)
+        if not layout.column_unit.is_static:
+            bound[layout.column_unit.symbols[0]] = (len(shape) - 1, unit)
+        for axis, (dim, size) in enumerate(zip(layout.dims, shape)):
+            if dim.size is not None and dim.size != size:
+                raise layout_error(
+                    "LG110", f"axis {axis} of an array of `{layout.name}` must be {dim.size}, got {size}", site
+                )
+            if dim.size is None and str(dim.name) in bound and bound[str(dim.name)][1] != size:
+                first, first_size = bound[str(dim.name)]
+                raise layout_error(
+                    "LG110",
+                    f"axis {axis} of an array of `{layout.name}` must be `{dim.name}` = {first_size} "
+                    f"(axis {first}), got {size}",
+                    site,
+                )
+            if dim.size is None:
+                bound.setdefault(str(dim.name), (axis, size))
+        # numpy has no bf16: its storage type (uint16) or ml_dtypes' "bfloat16" stand in.
+        accepted = {layout.dtype.numpy_name or "bfloat16", layout.dtype.storage}
+        dtype = getattr(array, "dtype", None)
+        if str(dtype) not in accepted:
+            raise layout_error(
+                "LG110", f"an array of `{layout.name}` must have dtype {layout.dtype}, got {dtype}", site
+            )
+        index: list[slice] = [slice(None)] * len(layout.dims)
+        if view.axis_rows is not None:
+            axis, start, stop = view.axis_rows
+            index[axis] = slice(start, stop)
+        field = array[(*index, slice(view.offset * unit, (view.offset + view.width) * unit))]
+        if not view.region.shape:
+            return field
+        sizes = {name: size for name, (_, size) in bound.items()}
+        inner = tuple(d.size if d.size is not None else sizes[str(d.name)] for d in view.region.shape)
+        return field.reshape((*field.shape[:-1], *inner))  # a view: the last axis is packed
 
     def __str__(self) -> str:
         where = f"rows {self.axis_range.cols} of axis {self.layout.named_axis}, " if self.axis_range is not None else ""
