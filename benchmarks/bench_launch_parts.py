@@ -31,8 +31,8 @@ def main() -> None:
         module = generated_module(Path(tmp))
         launcher = module._empty
         launcher(*arrays)  # compile, load, plan
-        device = launch._device()
-        arch = launch._arch(device)
+        device = launch.current_device()
+        arch = launch.device_arch(device)
         fn = launcher.function(device, arch)
         plan = next(iter(launcher._plans.values()))
         values = [a.data.ptr for a in arrays] + list(plan.symbols)
@@ -48,10 +48,10 @@ def main() -> None:
         key = read_arrays()
         rows = [
             ("the whole launcher call", lambda: launcher(*arrays)),
-            ("_device()", launch._device),
+            ("current_device()", launch.current_device),
             ("read 5 arrays into the key", read_arrays),
             ("tuple(key) and the plan lookup", lambda: launcher._plans.get(tuple(key))),
-            ("_arch() and function()", lambda: launcher.function(device, launch._arch(device))),
+            ("device_arch() and function()", lambda: launcher.function(device, launch.device_arch(device))),
             ("stream_handle(None)", lambda: stream_handle(None)),
             ("the packed launch alone", lambda: fn(plan.blocks, plan.block, values, None)),
             ("a.shape of one array", lambda: arrays[0].shape),

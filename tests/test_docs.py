@@ -244,7 +244,7 @@ def test_launch_example_gives_its_message(code: str) -> None:
         vsn._variable_selection_fwd.bind(LAUNCH_CASES[code](), device=0)
     assert info.value.code == code
     shown = [content for info_string, _, content in blocks(DIAGNOSTICS[code]) if info_string == "text"]
-    assert shown == [f"layoutgen.runtime.launch.LaunchError: {info.value}\n"], str(info.value)
+    assert shown == [f"layoutgen.runtime.errors.LaunchError: {info.value}\n"], str(info.value)
 
 
 # -- console blocks of the other pages, run from the repository root -------------
@@ -312,7 +312,7 @@ def test_the_readme_python_example_runs_and_its_refusal_is_as_shown() -> None:
         exec(compile(refusal, "README.md", "exec"), namespace)  # noqa: S102
     shown = next(c for i, _, c in blocks(readme) if i == "text" and "error[LG601]" in c)
     device = namespace["cp"].cuda.runtime.getDevice()
-    assert shown == f"layoutgen.runtime.launch.LaunchError: {info.value}\n".replace(
+    assert shown == f"layoutgen.runtime.errors.LaunchError: {info.value}\n".replace(
         f"on device {device}", "on device 0")
 
 

@@ -58,8 +58,8 @@ def fwd(monkeypatch: pytest.MonkeyPatch) -> tuple[KernelLauncher, list[tuple[Any
 
     monkeypatch.setattr(k, "bind", counting_bind)
     monkeypatch.setattr(k, "function", lambda device, arch: lambda *a: launched.append(a))
-    monkeypatch.setattr(launch, "_device", lambda: 0)
-    monkeypatch.setattr(launch, "_arch", lambda device: "sm_90")
+    monkeypatch.setattr(launch, "current_device", lambda: 0)
+    monkeypatch.setattr(launch, "device_arch", lambda device: "sm_90")
     monkeypatch.setitem(launch._FAST_READERS, Fast, _read)
     return k, launched, binds
 

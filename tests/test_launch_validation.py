@@ -580,8 +580,8 @@ def no_gpu_launch(monkeypatch: pytest.MonkeyPatch) -> list[tuple[Any, ...]]:
     def kernel(blocks: int, block: int, values: tuple[int, ...], stream: Any) -> None:
         launched.append((blocks, block, values, stream))
 
-    monkeypatch.setattr(launch, "_device", lambda: 0)
-    monkeypatch.setattr(launch, "_arch", lambda device: "sm_90")
+    monkeypatch.setattr(launch, "current_device", lambda: 0)
+    monkeypatch.setattr(launch, "device_arch", lambda device: "sm_90")
     monkeypatch.setattr(FWD, "function", lambda device, arch: kernel)
     return launched
 

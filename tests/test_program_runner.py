@@ -40,8 +40,8 @@ def launches(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, int, int, list[
         return lambda blocks, block, values, stream: made.append((self.spec.name, blocks, block, list(values)))
 
     monkeypatch.setattr(KernelLauncher, "function", function)
-    monkeypatch.setattr(runtime_program, "_device", lambda: 0)
-    monkeypatch.setattr(runtime_program, "_arch", lambda device: "sm_90")
+    monkeypatch.setattr(runtime_program, "current_device", lambda: 0)
+    monkeypatch.setattr(runtime_program, "device_arch", lambda device: "sm_90")
     return made
 
 

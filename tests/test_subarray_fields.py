@@ -20,7 +20,9 @@ from layoutgen import Field, Grid, Group, In, InOut, Kernel, Layout, LayoutError
 from layoutgen.checks.bindings import check_binding
 from layoutgen.codegen.model import view_model
 from layoutgen.runtime.arrays import ArrayInfo
-from layoutgen.runtime.launch import LaunchError, LayoutSpec, ParamSpec, check_param
+from layoutgen.runtime.errors import LaunchError
+from layoutgen.runtime.plan import LayoutSpec, ParamSpec
+from layoutgen.runtime.validate import check_param
 
 REPO = Path(__file__).resolve().parent.parent
 B, S, D, H, Hkv, N = dims("B S D H Hkv N")

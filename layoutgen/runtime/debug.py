@@ -15,7 +15,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..schema.diagnostics import Diagnostic
-from .launch import KernelSpec, LaunchError
+from .errors import LaunchError
+from .plan import KernelSpec
 
 #: Set to 0 to skip the NaN/Inf scan of a debug build (the bounds checks stay).
 SCAN_ENV = "LAYOUTGEN_DEBUG_SCAN"

@@ -20,6 +20,7 @@ import warnings
 from typing import Any, Protocol
 
 from ..schema.diagnostics import Diagnostic
+from .errors import LaunchError
 
 #: Set to "cupy" to launch through CuPy even where cuda.bindings is installed.
 LAUNCH_ENV = "LAYOUTGEN_LAUNCH"
@@ -102,8 +103,6 @@ class PackedLaunch:
 
 def _refused(kernel: str, reason: str) -> Exception:
     """LG609 as a LaunchError, like every other refused launch."""
-    from .launch import LaunchError  # late: launch imports this module; only on the error path
-
     return LaunchError(Diagnostic(
         "LG609", f"cuLaunchKernel of `{kernel}` failed: {reason}",
         hint="the driver also reports here an error that an earlier kernel left on the device: run with "

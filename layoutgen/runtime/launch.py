@@ -1,11 +1,12 @@
 """Generated launchers: validate every argument against its layout, then launch.
 
 A generated module builds one :class:`KernelLauncher` per kernel binding from
-plain data (:class:`LayoutSpec`, :class:`ParamSpec`). Calling it reads each
-array's pointer, shape, strides and dtype (:mod:`.arrays`), checks them
-against the layout, binds the symbolic dims consistently across arguments,
-and launches on the current CuPy stream or the one passed. Nothing is
-compiled until the first launch; the cubin comes from the on-disk cache.
+plain data (:mod:`.plan`). Calling it reads each array's pointer, shape,
+strides and dtype (:mod:`.arrays`), checks them against the layout
+(:mod:`.validate`), binds the symbolic dims consistently across arguments,
+and launches (:mod:`.driver`) on the current CuPy stream or the one passed.
+Nothing is compiled until the first launch; the cubin comes from the on-disk
+cache. The debug build's checks around a launch are in :mod:`.debug`.
 """
 
 from __future__ import annotations
@@ -18,197 +19,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..schema.dims import shape_text
-from ..schema.diagnostics import Diagnostic, LayoutgenError
-from ..schema.dtypes import DTYPES
-from .arrays import ArrayInfo, ArrayKindError, array_info, dtype_text, packed_strides
+from .arrays import ArrayKindError, array_info
 from .cache import CubinCache
+from .debug import check_fault, clear_fault, scan_outputs
 from .driver import Launch, make_launch
+from .errors import LaunchError, launch_error
+from .plan import KernelSpec, LayoutSpec, ParamSpec
+from .validate import check_param, who
 
-
-class LaunchError(LayoutgenError, ValueError):
-    """A launch was refused and the kernel did not run (LG6xx).
-
-    LG601..LG608 and LG610: an argument does not match its layout, found
-    before the launch; LG609: the CUDA driver refused the launch itself;
-    LG613: a program run got one array for two buffers. The debug build's
-    reports (LG611, LG612) are subclasses, raised after the launch.
-    """
-
-
-def _error(code: str, message: str, hint: str | None = None) -> LaunchError:
-    return LaunchError(Diagnostic(code, message, None, hint))
-
-
-#: layoutgen dtype -> the dtype names (numpy's, as :func:`.arrays.array_info` reads them) of the arrays
-#: it accepts. bf16: "bfloat16" is torch.bfloat16, ml_dtypes' bfloat16 (CuPy, NumPy) and a ``<V2``
-#: typestr (JAX); "uint16" is bf16 bits held as raw 16-bit words (``<u2``), which is also what
-#: ``Layout.empty`` allocates, CuPy having no bf16 type. Every other 2-byte type (f16, i16) is refused.
-ACCEPTED_DTYPES: dict[str, frozenset[str]] = {
-    **{d.name: frozenset({d.numpy_name or d.storage}) for d in DTYPES.values()},
-    "bf16": frozenset({"bfloat16", "uint16"}),
-}
-
-
-@dataclass(frozen=True)
-class LayoutSpec:
-    """A layout as the runtime checks it: leading dims (names or sizes), width, dtype."""
-
-    name: str
-    dims: tuple[str | int, ...]
-    width: int
-    dtype: str  # layoutgen's name: "f32", "bf16"
-    itemsize: int
-    unit: str | None = None  # the symbol one column counts (rows of `q: [32, D]` fields: "D"); None: 1
-
-    def __post_init__(self) -> None:
-        if self.dtype not in ACCEPTED_DTYPES:
-            raise ValueError(f"`dtype` must be one of {', '.join(ACCEPTED_DTYPES)}, got {self.dtype!r}")
-
-    @property
-    def shape_text(self) -> str:
-        width = self.width if self.unit is None else f"{self.unit}*{self.width}" if self.width > 1 else self.unit
-        return shape_text((*self.dims, width))
-
-    @property
-    def symbols(self) -> tuple[str, ...]:
-        """The symbols an array of this layout binds: its symbolic dims, then the row's unit."""
-        named = tuple(d for d in self.dims if isinstance(d, str))
-        return named if self.unit is None else (*named, self.unit)
-
-    def shape_of(self, bound: dict[str, int]) -> tuple[int, ...]:
-        """The shape in elements of an array of this layout, given the sizes of its symbols."""
-        width = self.width * (1 if self.unit is None else bound[self.unit])
-        return (*(d if isinstance(d, int) else bound[d] for d in self.dims), width)
-
-    def bind_width(self, last: int, bound: dict[str, int]) -> int:
-        """The row width in elements; binds ``unit`` from the last axis (``last``) unless bound already."""
-        if self.unit is None:
-            return self.width
-        return self.width * bound.setdefault(self.unit, max(last // self.width, 1))
-
-    @property
-    def numpy(self) -> str:
-        """The numpy dtype new arrays of this layout are allocated with (bf16: "uint16" words)."""
-        d = DTYPES[self.dtype]
-        return d.numpy_name or d.storage
-
-    def strides(self, shape: tuple[int, ...]) -> tuple[int, ...]:
-        """The packed element strides of an array of this layout with ``shape``."""
-        return packed_strides(shape)
-
-
-@dataclass(frozen=True)
-class ParamSpec:
-    """One kernel parameter: its name, access, layout, the view it reads and the alignment it needs."""
-
-    name: str
-    access: str  # "in" / "out" / "inout"
-    layout: LayoutSpec
-    view: str  # "Window.snap"
-    align: int  # bytes the base pointer must be aligned to
-    cols: tuple[int, int] | None = None  # the field's columns (in the layout's unit); debug builds scan written ones
-    rows: tuple[int, int, int] | None = None  # debug builds: (axis, start, stop) of a named range the view covers
-
-    @property
-    def writes(self) -> bool:
-        return self.access != "in"
-
-
-@dataclass(frozen=True)
-class KernelSpec:
-    """A generated kernel: its file, function name, parameters and grid."""
-
-    name: str
-    source: str  # file name in the module folder
-    params: tuple[ParamSpec, ...]
-    symbols: tuple[str, ...]  # layout symbols passed after the pointers, in order
-    grid_param: int  # index of the parameter the grid follows
-    per_row: int  # threads per row of the grid's parameter (1, its width, or its vectors)
-    block: int
-    per_row_symbols: tuple[str, ...] = ()  # symbols per_row is multiplied by (Grid.elements over [H, D] fields)
-    grid_dims: tuple[str | int, ...] | None = None  # the grid view's leading dims where it narrows a named axis
-    debug: bool = False  # the debug build: check for an out-of-field access and scan outputs after each launch
-
-
-def _describe(info: ArrayInfo) -> str:
-    shape = "[" + ", ".join(map(str, info.shape)) + "]"
-    return f"shape {shape}, strides {info.strides} (elements), {dtype_text(info.dtype)} on device {info.device}"
-
-
-def _who(kernel: str, p: ParamSpec) -> str:
-    lay = p.layout
-    return f"`{kernel}.{p.name}` ({p.view}, layout {lay.name} {lay.shape_text} {lay.dtype})"
-
-
-def _overlapping_axis(shape: tuple[int, ...], strides: tuple[int, ...]) -> int | None:
-    """An axis whose stride surely makes elements share memory: 0, or shorter than the dense block inside it.
-
-    Only sure cases: strides that interleave without a dense inner block may
-    or may not overlap, and are refused as not packed (LG604) instead.
-    """
-    block, dense = 1, True  # elements of the block the axes seen so far cover, innermost first by |stride|
-    for axis in sorted((a for a in range(len(shape)) if shape[a] > 1), key=lambda a: abs(strides[a])):
-        stride = abs(strides[axis])
-        if stride == 0 or (dense and stride < block):
-            return axis
-        dense = dense and stride == block
-        block = stride * shape[axis]
-    return None
-
-
-def check_param(kernel: str, p: ParamSpec, info: ArrayInfo, bound: dict[str, int], device: int) -> None:
-    """Raise :class:`LaunchError` when ``info`` does not fit ``p``; bind its symbols into ``bound``.
-
-    The happy path formats no text: messages are built only once a check fails.
-    """
-    lay = p.layout
-    shape = info.shape
-    dims = lay.dims
-    unit = None if lay.unit is None else bound.get(lay.unit)  # the row's unit, bound by an earlier argument
-    if unit is not None and len(shape) == len(dims) + 1 and shape[-1] != lay.width * unit:
-        raise _error("LG603", f"{_who(kernel, p)} last axis is {shape[-1]}, but `{lay.unit}` = {unit} from an "
-                     f"earlier argument makes its rows {lay.width * unit} elements; got {_describe(info)}",
-                     hint=f"every `{lay.unit}` of one launch must agree")
-    if len(shape) != len(dims) + 1 or shape[-1] != lay.bind_width(shape[-1], bound):
-        raise _error("LG601", f"{_who(kernel, p)} got an array of {_describe(info)}",
-                     hint=f"pass the whole {lay.name} array, shape {lay.shape_text}, not a slice of it")
-    if info.dtype not in ACCEPTED_DTYPES[lay.dtype]:
-        raise _error("LG602", f"{_who(kernel, p)} needs {lay.dtype} elements, got {_describe(info)}")
-    for axis, dim in enumerate(dims):
-        size = shape[axis]
-        if isinstance(dim, int):
-            if size != dim:
-                raise _error("LG601", f"{_who(kernel, p)} axis {axis} must be {dim}, got {_describe(info)}")
-        elif bound.setdefault(dim, size) != size:
-            raise _error("LG603", f"{_who(kernel, p)} axis {axis} is `{dim}` = {size}, but `{dim}` = "
-                         f"{bound[dim]} from an earlier argument; got {_describe(info)}",
-                         hint=f"every `{dim}` of one launch must agree")
-    strides = info.strides
-    step = 1
-    for axis in range(len(shape) - 1, -1, -1):  # packed: row-major, size-1 axes may have any stride
-        size = shape[axis]
-        if size > 1 and strides[axis] != step:
-            overlap = _overlapping_axis(shape, strides) if p.writes else None
-            if overlap is not None:
-                raise _error("LG610", f"{_who(kernel, p)} is written by the kernel but axis {overlap} of the array "
-                             f"has stride {strides[overlap]}, so several of its elements are one memory location; "
-                             f"got {_describe(info)}",
-                             hint="pass an array of its own (e.g. `.copy()`), not a broadcast or overlapping view")
-            expected = lay.strides(shape)
-            raise _error("LG604", f"{_who(kernel, p)} needs packed strides {expected} (elements), got "
-                         f"{_describe(info)}", hint="pass a contiguous array (e.g. `.copy()` / `.contiguous()`); "
-                         "a transposed or sliced array would be read as if it were packed")
-        step *= size
-    if info.device != device:
-        raise _error("LG605", f"{_who(kernel, p)} is on device {info.device} but the launch is on device {device}; "
-                     f"got {_describe(info)}")
-    if info.ptr % p.align:
-        raise _error("LG606", f"{_who(kernel, p)} needs its base pointer aligned to {p.align} bytes, got "
-                     f"0x{info.ptr:x}; {_describe(info)}")
-    if info.readonly and p.access != "in":
-        raise _error("LG607", f"{_who(kernel, p)} is written by the kernel but the array is read-only (e.g. a JAX "
-                     f"buffer); got {_describe(info)}", hint="pass a writable array, such as a CuPy or torch one")
+# Generated modules import the plan types from here.
+__all__ = ["KernelLauncher", "KernelSpec", "LaunchError", "LayoutSpec", "ParamSpec", "current_device", "device_arch"]
 
 
 @dataclass(eq=False)
@@ -234,7 +54,7 @@ class KernelLauncher:
         spec = self.spec
         params = spec.params
         if len(arrays) != len(params):
-            raise _error("LG601", f"`{spec.name}` takes {len(params)} arrays, got {len(arrays)}")
+            raise launch_error("LG601", f"`{spec.name}` takes {len(params)} arrays, got {len(arrays)}")
         bound: dict[str, int] = {}
         pointers = []
         passed = self._passed
@@ -243,7 +63,7 @@ class KernelLauncher:
             try:
                 info = array_info(a)
             except ArrayKindError as exc:
-                raise _error("LG608", f"{_who(spec.name, p)}: {exc}",
+                raise launch_error("LG608", f"{who(spec.name, p)}: {exc}",
                              hint="pass a device array: CuPy, torch (CUDA) or JAX") from None
             key = (i, info.shape, info.strides, info.dtype)
             symbols = passed.get(key)
@@ -300,12 +120,12 @@ class KernelLauncher:
         block = self.spec.block
         masks = tuple(p.align - 1 for p in self.spec.params)
         plan = _Plan(device, (threads + block - 1) // block, block, tuple(bound[s] for s in self.spec.symbols), masks,
-                     self.function(device, _arch(device)), functools.reduce(operator.or_, masks, 0))
+                     self.function(device, device_arch(device)), functools.reduce(operator.or_, masks, 0))
         return plan, pointers
 
     def __call__(self, *arrays: Any, stream: Any = None) -> None:
         """Check every array against its layout, then launch; raises LaunchError before any launch."""
-        device = _device()
+        device = current_device()
         # The hot path, written flat because it runs on every launch: arrays whose
         # (type, shape, strides, dtype, device) all passed before need only their
         # pointers read and their alignment checked.
@@ -356,9 +176,7 @@ class KernelLauncher:
         blamed on this launch; afterwards KernelFault reports an access outside a
         field and NonFiniteOutput a NaN or Inf written (see :mod:`.debug`).
         """
-        from .debug import check_fault, clear_fault, scan_outputs
-
-        module = self._modules[(device, _arch(device))]
+        module = self._modules[(device, device_arch(device))]
         clear_fault(module, stream)
         launch(blocks, block, [*pointers, *symbols], stream)
         check_fault(self.spec, module, stream)
@@ -416,7 +234,7 @@ _CUPY_NDARRAY: Any = None  # cupy.ndarray once CuPy is imported: read inline on 
 _GET_DEVICE: Any = None
 
 
-def _device() -> int:
+def current_device() -> int:
     """The current CUDA device (CuPy's), importing CuPy on first use."""
     global _CUPY_NDARRAY, _GET_DEVICE
     if _GET_DEVICE is None:
@@ -429,7 +247,7 @@ def _device() -> int:
 _ARCHS: dict[int, str] = {}
 
 
-def _arch(device: int) -> str:
+def device_arch(device: int) -> str:
     arch = _ARCHS.get(device)
     if arch is None:
         import cupy

@@ -16,9 +16,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .driver import Launch, cupy_stream
 from ..schema.diagnostics import Diagnostic
-from .launch import KernelLauncher, KernelSpec, LaunchError, LayoutSpec, ParamSpec, _arch, _device
+from .driver import Launch, cupy_stream
+from .errors import LaunchError
+from .launch import KernelLauncher, current_device, device_arch
+from .plan import KernelSpec, LayoutSpec, ParamSpec
 
 
 @dataclass(frozen=True)
@@ -70,13 +72,13 @@ class ProgramRunner:
 
     def prepare(self, arrays: Sequence[Any], device: int | None = None) -> list[_Prepared]:
         """Every buffer checked (raises LaunchError, nothing launched): each launch, ready to go."""
-        device = _device() if device is None else device
+        device = current_device() if device is None else device
         pointers, bound = self._buffers.bind(tuple(arrays), device)
         placed = (*pointers, *sorted(bound.items()))
         if placed != self._distinct:  # new addresses or new sizes: the spans may meet now
             self._check_distinct(pointers, bound)
             self._distinct = placed
-        arch = _arch(device)
+        arch = device_arch(device)
         prepared = []
         for step, launcher in zip(self.spec.steps, self._launchers):
             kernel = launcher.spec
@@ -107,7 +109,7 @@ class ProgramRunner:
         In a debug build each launch is followed by its checks (see
         :mod:`.debug`), so a fault or a NaN is reported at the kernel that made it.
         """
-        device = _device()
+        device = current_device()
         for (function, blocks, block, values), launcher in zip(self.prepare(arrays, device), self._launchers):
             if not blocks:
                 continue

@@ -14,7 +14,9 @@ from typing import Any, ClassVar, Generic, Protocol, TypeVar
 
 from ..schema.dims import shape_text
 from .arrays import ArrayKindError, array_info
-from .launch import LaunchError, LayoutSpec, ParamSpec, _error, check_param
+from .errors import LaunchError, launch_error
+from .plan import LayoutSpec, ParamSpec
+from .validate import check_param
 
 
 class DeviceArray(Protocol):
@@ -37,11 +39,11 @@ class LayoutTag:
         spec = cls.spec
         if spec.unit is not None and set(unit) != {spec.unit} or spec.unit is None and unit:
             wanted = f"`{spec.unit}=...`" if spec.unit else "no sizes by name"
-            raise _error("LG601", f"`{cls.__name__}.empty` takes {wanted} for layout {spec.name} {spec.shape_text}, "
+            raise launch_error("LG601", f"`{cls.__name__}.empty` takes {wanted} for layout {spec.name} {spec.shape_text}, "
                          f"got {sorted(unit)}")
         if len(shape) != len(spec.dims) or any(isinstance(d, int) and n != d for d, n in zip(spec.dims, shape)):
             leading = shape_text(spec.dims)
-            raise _error("LG601", f"`{cls.__name__}.empty` takes the leading dims {leading} of layout {spec.name} "
+            raise launch_error("LG601", f"`{cls.__name__}.empty` takes the leading dims {leading} of layout {spec.name} "
                          f"{spec.shape_text}, got {list(shape)}")
         import cupy
 
@@ -56,7 +58,7 @@ class LayoutTag:
         try:
             info = array_info(data)
         except ArrayKindError as exc:
-            raise _error("LG608", f"`{cls.__name__}.wrap`: {exc}", hint="wrap a device array: CuPy, torch (CUDA) "
+            raise launch_error("LG608", f"`{cls.__name__}.wrap`: {exc}", hint="wrap a device array: CuPy, torch (CUDA) "
                          "or JAX") from None
         check_param(f"{cls.__name__}.wrap", param, info, {}, info.device)
         return Array(data)

@@ -1,0 +1,106 @@
+"""What a generated module tells the runtime about each kernel: plain, frozen data.
+
+A generated module builds one :class:`KernelSpec` per kernel binding, with a
+:class:`ParamSpec` (and its :class:`LayoutSpec`) per parameter; the launcher
+(:mod:`.launch`), the checks (:mod:`.validate`), program runners and the
+debug build read them. Nothing here touches CuPy or a device.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..schema.dims import shape_text
+from ..schema.dtypes import DTYPES
+from .arrays import packed_strides
+
+
+#: layoutgen dtype -> the dtype names (numpy's, as :func:`.arrays.array_info` reads them) of the arrays
+#: it accepts. bf16: "bfloat16" is torch.bfloat16, ml_dtypes' bfloat16 (CuPy, NumPy) and a ``<V2``
+#: typestr (JAX); "uint16" is bf16 bits held as raw 16-bit words (``<u2``), which is also what
+#: ``Layout.empty`` allocates, CuPy having no bf16 type. Every other 2-byte type (f16, i16) is refused.
+ACCEPTED_DTYPES: dict[str, frozenset[str]] = {
+    **{d.name: frozenset({d.numpy_name or d.storage}) for d in DTYPES.values()},
+    "bf16": frozenset({"bfloat16", "uint16"}),
+}
+
+
+@dataclass(frozen=True)
+class LayoutSpec:
+    """A layout as the runtime checks it: leading dims (names or sizes), width, dtype."""
+
+    name: str
+    dims: tuple[str | int, ...]
+    width: int
+    dtype: str  # layoutgen's name: "f32", "bf16"
+    itemsize: int
+    unit: str | None = None  # the symbol one column counts (rows of `q: [32, D]` fields: "D"); None: 1
+
+    def __post_init__(self) -> None:
+        if self.dtype not in ACCEPTED_DTYPES:
+            raise ValueError(f"`dtype` must be one of {', '.join(ACCEPTED_DTYPES)}, got {self.dtype!r}")
+
+    @property
+    def shape_text(self) -> str:
+        width = self.width if self.unit is None else f"{self.unit}*{self.width}" if self.width > 1 else self.unit
+        return shape_text((*self.dims, width))
+
+    @property
+    def symbols(self) -> tuple[str, ...]:
+        """The symbols an array of this layout binds: its symbolic dims, then the row's unit."""
+        named = tuple(d for d in self.dims if isinstance(d, str))
+        return named if self.unit is None else (*named, self.unit)
+
+    def shape_of(self, bound: dict[str, int]) -> tuple[int, ...]:
+        """The shape in elements of an array of this layout, given the sizes of its symbols."""
+        width = self.width * (1 if self.unit is None else bound[self.unit])
+        return (*(d if isinstance(d, int) else bound[d] for d in self.dims), width)
+
+    def bind_width(self, last: int, bound: dict[str, int]) -> int:
+        """The row width in elements; binds ``unit`` from the last axis (``last``) unless bound already."""
+        if self.unit is None:
+            return self.width
+        return self.width * bound.setdefault(self.unit, max(last // self.width, 1))
+
+    @property
+    def numpy(self) -> str:
+        """The numpy dtype new arrays of this layout are allocated with (bf16: "uint16" words)."""
+        d = DTYPES[self.dtype]
+        return d.numpy_name or d.storage
+
+    def strides(self, shape: tuple[int, ...]) -> tuple[int, ...]:
+        """The packed element strides of an array of this layout with ``shape``."""
+        return packed_strides(shape)
+
+
+@dataclass(frozen=True)
+class ParamSpec:
+    """One kernel parameter: its name, access, layout, the view it reads and the alignment it needs."""
+
+    name: str
+    access: str  # "in" / "out" / "inout"
+    layout: LayoutSpec
+    view: str  # "Window.snap"
+    align: int  # bytes the base pointer must be aligned to
+    cols: tuple[int, int] | None = None  # the field's columns (in the layout's unit); debug builds scan written ones
+    rows: tuple[int, int, int] | None = None  # debug builds: (axis, start, stop) of a named range the view covers
+
+    @property
+    def writes(self) -> bool:
+        return self.access != "in"
+
+
+@dataclass(frozen=True)
+class KernelSpec:
+    """A generated kernel: its file, function name, parameters and grid."""
+
+    name: str
+    source: str  # file name in the module folder
+    params: tuple[ParamSpec, ...]
+    symbols: tuple[str, ...]  # layout symbols passed after the pointers, in order
+    grid_param: int  # index of the parameter the grid follows
+    per_row: int  # threads per row of the grid's parameter (1, its width, or its vectors)
+    block: int
+    per_row_symbols: tuple[str, ...] = ()  # symbols per_row is multiplied by (Grid.elements over [H, D] fields)
+    grid_dims: tuple[str | int, ...] | None = None  # the grid view's leading dims where it narrows a named axis
+    debug: bool = False  # the debug build: check for an out-of-field access and scan outputs after each launch
