@@ -3,10 +3,14 @@
 The public API is re-exported here; see ``docs/api.md``.
 """
 
+from .declare.copies import field_copies
+from .declare.kernels import Binding, Grid, In, InOut, Kernel, KernelError, Out, Param
+from .declare.program import Buffer, BufferView, Launch, Program, ProgramError
+from .declare.spec import Spec
 from .schema import (
     CODES,
-    Axis,
     DTYPES,
+    Axis,
     Diagnostic,
     Dim,
     DType,
@@ -34,11 +38,6 @@ from .schema import (
     u32,
     u64,
 )
-
-from .declare.copies import field_copies
-from .declare.kernels import Binding, Grid, In, InOut, Kernel, KernelError, Out, Param
-from .declare.program import Buffer, BufferView, Launch, Program, ProgramError
-from .declare.spec import Spec
 from .version import __version__
 
 __all__ = [

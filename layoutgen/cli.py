@@ -11,12 +11,12 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from .version import __version__
 from .project.config import Config, ConfigError, load_config
 from .project.files import apply, unified_diff
 from .project.process import drift_diagnostics, no_specs, process_spec
 from .project.report import FORMATS, counts, render, summary_line
 from .schema.diagnostics import Diagnostic, LayoutgenError
+from .version import __version__
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from ..declare.kernels import Binding, Param
+from ..declare.spec import Spec
+from ..declare.unify import Conflict, unify
 from ..schema import View
 from ..schema.diagnostics import Diagnostic
 from ..schema.dims import shape_text, strides_text
-from ..declare.spec import Spec
-from ..declare.unify import Conflict, unify
 from .dataflow import check_program
 
 

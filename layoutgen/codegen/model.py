@@ -9,9 +9,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..declare.kernels import Binding
+from ..declare.unify import unify
 from ..schema import View
 from ..schema.dims import Dim, Size, shape_text, strides_text
-from ..declare.unify import unify
 
 #: Element counts at or past this need 64-bit index arithmetic.
 INT32_LIMIT = 2**31

@@ -5,10 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..declare.program import Program
-from ..schema import Dim
-from ..schema.view import LayoutLike
-from ..schema.dims import shape_text, strides_text
 from ..declare.spec import Spec, launch_kernel
+from ..schema import Dim
+from ..schema.dims import shape_text, strides_text
+from ..schema.view import LayoutLike
 from .model import grid_shape, per_row_symbols
 
 

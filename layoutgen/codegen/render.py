@@ -12,14 +12,14 @@ from pathlib import Path
 
 import jinja2
 
-from ..version import __version__
 from ..declare.kernels import Binding
-from ..schema.diagnostics import Diagnostic, Site
 from ..declare.spec import Spec
+from ..schema.diagnostics import Diagnostic, Site
+from ..version import __version__
 from .env import PACKAGE_TEMPLATES, environment, split_marks
+from .model import KernelModel, ViewModel, kernel_model, view_model
 from .pymodule import module_model
 from .stamp import stamp
-from .model import KernelModel, ViewModel, kernel_model, view_model
 
 
 @dataclass(frozen=True)

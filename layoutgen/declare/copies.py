@@ -9,10 +9,10 @@ field's offset, width and row stride allow, down to one element).
 
 from __future__ import annotations
 
-from .kernels import Binding, Grid, In, Kernel, KernelError, Out
 from ..schema import Dim, Field, Layout, View
 from ..schema.diagnostics import Diagnostic, caller_site
 from ..templates import DIRECTORY as PACKAGE_TEMPLATES
+from .kernels import Binding, Grid, In, Kernel, KernelError, Out
 
 
 def _kernel(name: str, template: str, view: View) -> Kernel:

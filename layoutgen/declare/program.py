@@ -23,10 +23,10 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
-from .kernels import Binding, Kernel
 from ..schema import Layout, View
 from ..schema.diagnostics import Diagnostic, LayoutgenError, Site, caller_site
 from ..schema.names import name_problem
+from .kernels import Binding, Kernel
 
 
 class ProgramError(LayoutgenError):

@@ -5,12 +5,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .kernels import Binding, KernelError
-from .program import Launch, Program, ProgramError
 from ..schema import Layout, View
 from ..schema.diagnostics import Diagnostic, Site, caller_site
 from ..schema.names import name_problem
-
+from .kernels import Binding, KernelError
+from .program import Launch, Program, ProgramError
 
 #: What the generated Python module imports or defines at top level besides the spec's names:
 #: a kernel, layout or program of that name would replace it.

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .kernels import Binding, Param
 from ..schema import View
 from ..schema.dims import Dim
+from .kernels import Binding, Param
 
 
 @dataclass(frozen=True)

@@ -25,13 +25,30 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from .parts import (ACCESS_COLORS, ACCESS_WORDS, BAND_H, BRACKET_H, DARK, GREY, LANE_H, MAX_LANES, NAME_SIZE,
-                            PALETTE, RANGE_SIZE, RULER_SIZE, Scale, column_width, draw_heads, draw_ruler, place_leaders)
 from ..declare.kernels import Binding, Param
+from ..declare.spec import Spec
 from ..schema import Layout, View
 from ..schema.dims import Size, shape_text, strides_text
 from ..schema.record import Region
-from ..declare.spec import Spec
+from .parts import (
+    ACCESS_COLORS,
+    ACCESS_WORDS,
+    BAND_H,
+    BRACKET_H,
+    DARK,
+    GREY,
+    LANE_H,
+    MAX_LANES,
+    NAME_SIZE,
+    PALETTE,
+    RANGE_SIZE,
+    RULER_SIZE,
+    Scale,
+    column_width,
+    draw_heads,
+    draw_ruler,
+    place_leaders,
+)
 from .svg import HATCH, Canvas, Span, document, text_width
 
 # -- one layout ------------------------------------------------------------------

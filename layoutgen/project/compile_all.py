@@ -7,11 +7,11 @@ from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from .config import Config
-from .process import SpecResult
 from ..runtime.cache import CubinCache
 from ..runtime.nvrtc import CompileError, CompileRequest
 from ..schema.diagnostics import Diagnostic, Site
+from .config import Config
+from .process import SpecResult
 
 
 def compile_results(

@@ -13,10 +13,10 @@ from pathlib import Path
 from ..checks import check_spec
 from ..checks.lint import lint_rendered, lint_template
 from ..codegen.render import relative, render_spec
+from ..declare.spec import Spec
+from ..schema.diagnostics import Diagnostic, Severity, Site
 from .config import Config
 from .files import Plan, plan_output
-from ..schema.diagnostics import Diagnostic, Severity, Site
-from ..declare.spec import Spec
 from .specload import load_spec
 
 

@@ -2,59 +2,28 @@
 
 Without ``--svg``/``--png`` it prints text: the table of each layout and each
 binding's parameters. With them it writes the diagrams of
-:mod:`layoutgen.diagrams.drawing` instead. PNG needs a converter that layoutgen does
-not depend on: the ``cairosvg`` package, or ``rsvg-convert`` (librsvg) on
-the PATH.
+:mod:`layoutgen.diagrams` instead (PNG through :mod:`layoutgen.diagrams.png`).
 """
 
 from __future__ import annotations
 
-import importlib
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 from ..checks import describe_view
-from .config import Config
 from ..declare.kernels import Binding
-from .report import format_text
+from ..declare.program import Program
+from ..declare.spec import Spec, launch_kernel
+from ..declare.unify import unify
 from ..schema import Layout
 from ..schema.diagnostics import display_path
 from ..schema.dims import shape_text, strides_text
-from ..declare.program import Program
-from ..declare.spec import Spec, launch_kernel
+from .config import Config
+from .report import format_text
 from .specload import load_spec
-from ..declare.unify import unify
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
-
-
-class ConverterMissingError(Exception):
-    """Neither cairosvg nor rsvg-convert is there to turn an SVG into a PNG."""
-
-
-def svg_to_png(svg: str, path: Path) -> None:
-    """Write ``svg`` rendered as a PNG to ``path``.
-
-    Uses the ``cairosvg`` package when it is installed, else ``rsvg-convert``
-    from the PATH. Raises :class:`ConverterMissingError` when neither is
-    there, and ``subprocess.CalledProcessError`` when rsvg-convert fails.
-    """
-    try:
-        cairosvg = importlib.import_module("cairosvg")
-    except ImportError:
-        cairosvg = None
-    if cairosvg is not None:
-        cairosvg.svg2png(bytestring=svg.encode("utf-8"), write_to=str(path))
-        return
-    rsvg = shutil.which("rsvg-convert")
-    if rsvg is None:
-        raise ConverterMissingError(
-            "--png needs a converter from SVG: install the `cairosvg` package or `rsvg-convert` (librsvg), "
-            "or write --svg and convert it yourself"
-        )
-    subprocess.run([rsvg, "--format", "png", "--output", str(path)], input=svg.encode("utf-8"), check=True)
 
 
 def _print_binding(binding: Binding) -> None:
@@ -87,6 +56,7 @@ def _find(spec: Spec, name: str) -> Layout | Binding | Program | None:
 
 def _draw(spec: Spec, target: Layout | Binding | None, svg: str | None, png: str | None) -> int:
     from ..diagrams.drawing import binding_svg, layout_svg, spec_svg  # only when drawing
+    from ..diagrams.png import ConverterMissingError, svg_to_png
 
     if target is None:
         text = spec_svg(spec)

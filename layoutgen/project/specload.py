@@ -13,8 +13,8 @@ import traceback
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..schema.diagnostics import Diagnostic, LayoutgenError, Site, display_path
 from ..declare.spec import Spec
+from ..schema.diagnostics import Diagnostic, LayoutgenError, Site, display_path
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ from .nvrtc import (
     compile_cubin,
     nvrtc_version,
 )
-from .paths import cache_dir, cuda_include_dirs, cubin_cache_dir
+from .paths import cache_dir, cubin_cache_dir, cuda_include_dirs
 
 __all__ = [
     "CompileError", "CompileRequest", "CompileResult", "CubinCache", "KernelResources",

@@ -23,9 +23,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from .. import version
 from ..schema.diagnostics import Diagnostic, LayoutgenError, Site
 from . import paths
-from .. import version
 
 __all__ = [
     "CompileError", "CompileRequest", "CompileResult", "KernelResources", "NvrtcUnavailableError",

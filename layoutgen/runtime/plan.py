@@ -14,7 +14,6 @@ from ..schema.dims import shape_text
 from ..schema.dtypes import DTYPES
 from .arrays import packed_strides
 
-
 #: layoutgen dtype -> the dtype names (numpy's, as :func:`.arrays.array_info` reads them) of the arrays
 #: it accepts. bf16: "bfloat16" is torch.bfloat16, ml_dtypes' bfloat16 (CuPy, NumPy) and a ``<V2``
 #: typestr (JAX); "uint16" is bf16 bits held as raw 16-bit words (``<u2``), which is also what
