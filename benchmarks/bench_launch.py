@@ -76,15 +76,22 @@ def main() -> None:
         import os
 
         from layoutgen.runtime.driver import LAUNCH_ENV, PackedLaunch
-        from layoutgen.runtime.launch import KernelLauncher, _load
+        from layoutgen.runtime.launch import KernelLauncher
+        from layoutgen.runtime.nvrtc import CompileRequest
 
         launcher = module.empty
         rows: list[tuple[str, float]] = []
         rows.append(("layoutgen launcher (validates 5 arrays)", per_call_us(lambda: launcher(x, w, b, gates, y), sync)))
-        print(f"default launch path: {type(module._empty.function(0, 'sm_90')).__name__}")
+        print(f"default launch path: {type(module._lg_kernel_empty.function(0, 'sm_90')).__name__}")
 
-        empty = module._empty
-        kernel = _load(empty.folder, empty.header, empty.spec, "sm_90", empty.cache()).get_function("empty")
+        empty = module._lg_kernel_empty
+        # The raw CuPy call: a RawKernel of the same cubin, loaded the way CuPy users load one.
+        source = (empty.folder / empty.spec.source).read_text(encoding="utf-8")
+        headers = ((empty.header, (empty.folder / empty.header).read_text(encoding="utf-8")),)
+        request = CompileRequest(source=source, name=f"{empty.folder.name}/{empty.spec.source}", headers=headers,
+                                 arch="sm_90")
+        empty.cache().get_or_compile(request)
+        kernel = cupy.RawModule(path=str(empty.cache().paths(request.key())[0])).get_function("empty")
         grid, block = ((B * K + 127) // 128,), (128,)
         nb, nk = np.int64(B), np.int64(K)
         rows.append(("raw CuPy RawKernel call", per_call_us(lambda: kernel(grid, block, (x, w, b, gates, y, nb, nk)), sync)))
@@ -96,7 +103,7 @@ def main() -> None:
         except ImportError as exc:
             rows.append((f"cuda.bindings unavailable: {exc}", float("nan")))
         os.environ[LAUNCH_ENV] = "cupy"
-        through_cupy = KernelLauncher(module._empty.spec, module._empty.folder, module._empty.header)
+        through_cupy = KernelLauncher(module._lg_kernel_empty.spec, module._lg_kernel_empty.folder, module._lg_kernel_empty.header)
         rows.append(("layoutgen launcher, CuPy launch path",
                      per_call_us(lambda: through_cupy(x, w, b, gates, y), sync)))
         del os.environ[LAUNCH_ENV]

@@ -22,6 +22,7 @@ def main() -> None:
 
     from layoutgen.runtime import launch
     from layoutgen.runtime.driver import stream_handle
+    from layoutgen.runtime.validate import Extents
 
     B, K = 64, 32
     arrays = (cupy.zeros((B, K, 56), cupy.float32), cupy.zeros((40, 40), cupy.float32), cupy.zeros(40, cupy.float32),
@@ -29,13 +30,16 @@ def main() -> None:
     sync = cupy.cuda.runtime.deviceSynchronize
     with tempfile.TemporaryDirectory(dir=ROOT) as tmp:
         module = generated_module(Path(tmp))
-        launcher = module._empty
+        launcher = module._lg_kernel_empty
         launcher(*arrays)  # compile, load, plan
         device = launch.current_device()
         arch = launch.device_arch(device)
         fn = launcher.function(device, arch)
         plan = next(iter(launcher._plans.values()))
-        values = [a.data.ptr for a in arrays] + list(plan.symbols)
+        checked = plan.checked
+        values = [a.data.ptr for a in arrays] + list(checked.symbols)
+        pointers = [a.data.ptr for a in arrays]
+        extents = Extents(checked.pairs)
 
         def read_arrays() -> list[object]:
             key: list[object] = [device]
@@ -53,7 +57,8 @@ def main() -> None:
             ("tuple(key) and the plan lookup", lambda: launcher._plans.get(tuple(key))),
             ("device_arch() and function()", lambda: launcher.function(device, launch.device_arch(device))),
             ("stream_handle(None)", lambda: stream_handle(None)),
-            ("the packed launch alone", lambda: fn(plan.blocks, plan.block, values, None)),
+            ("the overlap check of the pairs", lambda: extents.first_overlap(pointers)),
+            ("the packed launch alone", lambda: fn(checked.blocks, checked.block, values, None)),
             ("a.shape of one array", lambda: arrays[0].shape),
             ("a.strides of one array", lambda: arrays[0].strides),
             ("a.data.ptr of one array", lambda: arrays[0].data.ptr),

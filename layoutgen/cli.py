@@ -1,24 +1,28 @@
 """The ``layoutgen`` command: generate, check and show.
 
-Exit codes: 0 clean (warnings allowed), 1 when a check failed or generated
-code would change, 2 on a usage or internal error.
+Exit codes: 0 clean (warnings allowed, unless they count as errors), 1 when a check failed or generated
+code would change, 2 on a usage or internal error (a bug in layoutgen: the
+traceback is printed, with a request to report it), 130 when interrupted.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Sequence
+import traceback
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from .project.config import Config, ConfigError, load_config
-from .project.files import apply, unified_diff
-from .project.process import drift_diagnostics, no_specs, process_spec
+from .project.files import hand_edited, outside_project, unified_diff
+from .project.outlock import output_lock
+from .project.process import SpecResult, drift_diagnostics, no_specs, process_specs
 from .project.report import FORMATS, counts, render, summary_line
+from .project.writing import apply
 from .schema.diagnostics import Diagnostic, LayoutgenError
 from .version import __version__
 
-EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERNAL, EXIT_INTERRUPTED = 0, 1, 2, 2, 130
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -37,12 +41,22 @@ def _parser() -> argparse.ArgumentParser:
         p.add_argument("--debug", action="store_true",
                        help="the debug build: accessors check every index against their field and launchers scan "
                        "outputs for NaN/Inf (default: `debug`, false)")
+        p.add_argument("--select", metavar="CODES", type=_code_list,
+                       help="report only these codes or prefixes, comma-separated (LG401,LG3), of those that can be "
+                       "turned off; errors that stop generation are always reported (default: `select`, all)")
+        p.add_argument("--ignore", metavar="CODES", type=_code_list,
+                       help="do not report these codes or prefixes, comma-separated: warnings, notes and the lint's "
+                       "LG401/LG403 (default: `ignore`, none)")
+        p.add_argument("--warnings-as-errors", action=argparse.BooleanOptionalAction, default=None,
+                       help="count every warning as an error (default: `warnings_as_errors`, false)")
 
     gen = verbs.add_parser("generate", help="write the generated files",
                            description="Render every spec into OUT/<spec name>/, writing only files that changed.")
     common(gen)
     gen.add_argument("--check", action="store_true",
                      help="write nothing; print a diff of what would change and exit 1 if anything would")
+    gen.add_argument("--force", action="store_true",
+                     help="overwrite generated files that were edited by hand (without it, generate refuses, LG509)")
 
     chk = verbs.add_parser("check", help="run every check (and optionally compile)",
                            description="Declaration, binding, template-lint and drift checks; with --compile, "
@@ -64,9 +78,16 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _code_list(text: str) -> tuple[str, ...]:
+    """``--select``/``--ignore``: codes or prefixes separated by commas (checked with the settings)."""
+    return tuple(part.strip() for part in text.split(",") if part.strip())
+
+
 def _config(args: argparse.Namespace) -> Config:
     overrides: dict[str, object] = {"out": getattr(args, "out", None), "arch": getattr(args, "arch", None),
-                                    "debug": True if getattr(args, "debug", False) else None}
+                                    "debug": True if getattr(args, "debug", False) else None,
+                                    "select": getattr(args, "select", None), "ignore": getattr(args, "ignore", None),
+                                    "warnings_as_errors": getattr(args, "warnings_as_errors", None)}
     if getattr(args, "specs", None):
         overrides["specs"] = tuple(args.specs)
     return load_config(Path.cwd(), overrides)
@@ -78,7 +99,8 @@ def _spec_files(config: Config, args: argparse.Namespace) -> list[Path]:
     return list(config.spec_paths)
 
 
-def _finish(diags: list[Diagnostic], n_specs: int, fmt: str) -> int:
+def _finish(config: Config, diags: list[Diagnostic], n_specs: int, fmt: str) -> int:
+    diags = config.selection.apply(diags)  # every diagnostic of the run, whichever step found it
     errors, warnings = counts(diags)
     text = render(diags, fmt, color=fmt == "text" and sys.stdout.isatty())
     if text:
@@ -88,27 +110,55 @@ def _finish(diags: list[Diagnostic], n_specs: int, fmt: str) -> int:
     return EXIT_FAILED if errors else EXIT_OK
 
 
+def _waiting(out: str) -> Callable[[], None]:
+    return lambda: print(f"layoutgen: waiting for another layoutgen process to finish with `{out}` ...",
+                         file=sys.stderr, flush=True)
+
+
+def _locked(config: Config, n_specs: int, fmt: str, exclusive: bool, work: Callable[[], int]) -> int:
+    """``work()`` holding the output folder's lock; a folder outside the project, a lock held too long
+    (LG508) or a folder that cannot be written (LG511) is reported like any other diagnostic."""
+    outside = outside_project(config.root, config.out)
+    if outside is not None:
+        return _finish(config, [outside], n_specs, fmt)
+    try:
+        with output_lock(config.root, config.out, exclusive=exclusive, on_wait=_waiting(config.out)):
+            return work()
+    except LayoutgenError as exc:
+        return _finish(config, [exc.diagnostic], n_specs, fmt)
+
+
 def cmd_generate(args: argparse.Namespace) -> int:
     config = _config(args)
     spec_files = _spec_files(config, args)
     if not spec_files:  # a project that checks nothing must not pass silently
-        return _finish([no_specs(config)], 0, "text")
-    results = [process_spec(config, path) for path in spec_files]
+        return _finish(config, [no_specs(config)], 0, "text")
+    # Planning and writing under one lock: no other generate changes the disk in between.
+    return _locked(config, len(spec_files), "text", not args.check,
+                   lambda: _generate(config, process_specs(config, spec_files), args))
+
+
+def _generate(config: Config, results: list[SpecResult], args: argparse.Namespace) -> int:
     diags = [d for r in results for d in r.diagnostics]
     if any(not r.ok for r in results):
-        return _finish(diags, len(results), "text")
+        return _finish(config, diags, len(results), "text")
+    plans = [r.plan for r in results if r.plan is not None]  # every result is ok, so each rendered a plan
+    if not args.check and not args.force:  # keep what was edited by hand, and say so
+        edits = [hand_edited(config.root, path) for plan in plans for path in plan.edited]
+        if edits:
+            return _finish(config, diags + edits, len(results), "text")
     changed: list[str] = []
-    deleted: set[str] = set()
-    for result in results:
-        assert result.plan is not None  # every result is ok, so each rendered a plan
+    labels: dict[str, str] = {}
+    for plan in plans:
+        labels.update({c.path: "deleted" for c in plan.changes if c.kind == "delete"})
+        labels.update(dict.fromkeys(plan.temporaries, "removed"))
         if args.check:
-            diff = unified_diff(result.plan)
+            diff = unified_diff(plan)
             if diff:
                 sys.stdout.write(diff)
-            changed.extend(c.path for c in result.plan.changes)
+            changed.extend([*plan.paths, *plan.temporaries])
         else:
-            deleted.update(c.path for c in result.plan.changes if c.kind == "delete")
-            changed.extend(apply(config.root, result.plan))
+            changed.extend(apply(config.root, plan, overwrite_edits=args.force))
     if args.check:
         if changed:
             print(f"{len(changed)} generated file(s) would change; run `layoutgen generate`.")
@@ -118,25 +168,34 @@ def cmd_generate(args: argparse.Namespace) -> int:
         return EXIT_OK
     if not args.quiet:
         for path in changed:
-            print(f"{'deleted' if path in deleted else 'wrote'} {path}")
+            print(f"{labels.get(path, 'wrote')} {path}")
     print(f"{len(changed)} file(s) changed in {len(results)} spec(s).")
-    return _finish(diags, len(results), "text") if diags else EXIT_OK
+    return _finish(config, diags, len(results), "text") if diags else EXIT_OK
 
 
 def cmd_check(args: argparse.Namespace) -> int:
     config = _config(args)
     spec_files = _spec_files(config, args)
     if not spec_files:  # a project that checks nothing must not pass silently
-        return _finish([no_specs(config)], 0, args.format)
-    results = [process_spec(config, path) for path in spec_files]
-    diags: list[Diagnostic] = [d for r in results for d in r.diagnostics]
-    for result in results:
-        diags.extend(drift_diagnostics(result, config.root))
+        return _finish(config, [no_specs(config)], 0, args.format)
+    results: list[SpecResult] = []
+    diags: list[Diagnostic] = []
+
+    def read() -> int:  # under a shared lock: no generate is half-way through the folder meanwhile
+        results.extend(process_specs(config, spec_files))
+        diags.extend(d for r in results for d in r.diagnostics)
+        for result in results:
+            diags.extend(drift_diagnostics(result, config.root))
+        return EXIT_OK
+
+    status = _locked(config, len(spec_files), args.format, False, read)
+    if status != EXIT_OK:
+        return status
     if args.compile:
         from .project.compile_all import compile_results  # imports CuPy's NVRTC only when asked
 
         diags.extend(compile_results(results, config, report=args.report, progress=not args.quiet))
-    return _finish(diags, len(results), args.format)
+    return _finish(config, diags, len(results), args.format)
 
 
 def cmd_show(args: argparse.Namespace) -> int:
@@ -160,4 +219,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(exc, file=sys.stderr)
         return EXIT_FAILED
     except KeyboardInterrupt:
-        return 130
+        return EXIT_INTERRUPTED
+    except Exception as exc:  # a bug in layoutgen: not a failed check, and not to be hidden
+        print(f"layoutgen: internal error: {type(exc).__name__}: {exc}", file=sys.stderr)
+        traceback.print_exc(file=sys.stderr)
+        print(f"This is a bug in layoutgen {__version__}, not in your project: please report it with the "
+              "traceback above and the command that ran.", file=sys.stderr)
+        return EXIT_INTERNAL

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from layoutgen.runtime.arrays import ArrayInfo, ArrayKindError, array_info
+from layoutgen.runtime.arrays import ArrayInfo, ArrayKindError, array_info, non_native
 
 
 class FakeCAI:
@@ -72,7 +72,8 @@ class FakeTorch:
     __module__ = "torch"
 
     def __init__(self, shape: tuple[int, ...], dtype: str = "float32", stride: tuple[int, ...] | None = None,
-                 ptr: int = 0x7F00_0000_0000, device: int | None = 0) -> None:
+                 ptr: int = 0x7F00_0000_0000, device: int | None = 0, neg: bool = False, conj: bool = False) -> None:
+        self._neg, self._conj = neg, conj
         self.shape = shape  # a torch.Size is a tuple
         self._stride = stride if stride is not None else tuple(s // 1 for s in _packed(shape))
         self.dtype = FakeTorchDtype(dtype)
@@ -85,6 +86,12 @@ class FakeTorch:
 
     def stride(self) -> tuple[int, ...]:
         return self._stride
+
+    def is_neg(self) -> bool:
+        return self._neg
+
+    def is_conj(self) -> bool:
+        return self._conj
 
 
 def _packed(shape: tuple[int, ...]) -> tuple[int, ...]:
@@ -129,6 +136,20 @@ def test_interface_byte_strides_become_element_strides() -> None:
 def test_interface_dtypes(typestr: str, name: str) -> None:
     assert array_info(FakeCAI((2,), typestr=typestr)).dtype == name
     assert array_info(FakeCAI((2,), typestr=typestr)).dtype == name  # the cached look-up agrees
+
+
+@pytest.mark.parametrize(("typestr", "name"), [(">f4", ">f4"), (">f8", ">f8"), (">i4", ">i4"), (">u2", ">u2"),
+                                           (">V2", ">V2"), ("<u2", "uint16"), ("=f4", "float32")])
+def test_interface_dtypes_in_the_other_byte_order_keep_their_typestr(typestr: str, name: str) -> None:
+    # numpy names `>f4` "float32": accepted as f32, a kernel would read every element byte-swapped
+    for _ in range(2):  # the cached look-up agrees
+        assert array_info(FakeCAI((2,), typestr=typestr)).dtype == name
+    assert non_native(name) == typestr.startswith(">")
+
+
+def test_cupy_dtype_objects_in_the_other_byte_order_keep_their_typestr() -> None:
+    assert array_info(FakeCupy((2, 3), dtype=">f4")).dtype == ">f4"
+    assert array_info(FakeCupy((2, 3), dtype="<f4")).dtype == "float32"
 
 
 def test_interface_readonly_and_null_pointer() -> None:
@@ -227,6 +248,19 @@ def test_torch_dtypes(torch_name: str, name: str) -> None:
 
 def test_torch_unknown_dtype_keeps_its_torch_name() -> None:
     assert array_info(FakeTorch((2,), dtype="complex64")).dtype == "torch.complex64"  # matches no layout
+
+
+@pytest.mark.parametrize(("bits", "message", "hint"), [
+    ({"neg": True}, "a torch tensor with its negative bit set (`torch._neg_view`, or the imaginary part of a conjugate "
+     "view) would be read without the negation", "materialise it once: `t.resolve_neg()`"),
+    ({"conj": True}, "a torch tensor with its conjugate bit set (`t.conj()`) would be read unconjugated",
+     "materialise it once: `t.resolve_conj()`"),
+])
+def test_torch_lazy_negation_and_conjugation_are_refused(bits: dict[str, bool], message: str, hint: str) -> None:
+    # the bits live on the tensor, not in its memory: data_ptr() reads the values without them
+    with pytest.raises(ArrayKindError) as info:
+        array_info(FakeTorch((2, 3), **bits))
+    assert str(info.value) == message and info.value.hint == hint
 
 
 def test_torch_cpu_tensor_is_refused() -> None:

@@ -140,7 +140,7 @@ def test_lg201_a_packed_contract_on_a_named_range() -> None:
 def test_the_generated_view_maps_its_rows_into_the_named_range() -> None:
     model = view_model(Obs.t2.x, "spec.py:1")
     assert model.policies == ", lg::Unscaled, lg::AxisRows<3, 5, 8, 32>"
-    assert model.row_index_expr == "(i0 * 5 + i1) * 32 + i2" and model.rows_expr == "(long long)N * 160LL"
+    assert model.row_index_expr == "(i0 * 5 + i1) * 32 + i2" and model.rows_expr == "(long long)lg_dim_N * 160LL"
     assert (model.width, model.row_stride, model.offset) == (30, 32, 0)
 
 
@@ -233,7 +233,7 @@ def test_a_launch_over_a_named_range_starts_threads_for_its_rows_only(tmp_path: 
     assert module_spec is not None and module_spec.loader is not None
     module = importlib.util.module_from_spec(module_spec)
     module_spec.loader.exec_module(module)
-    assert module._scale_rows.grid({"N": 2}) == 2 * 5 * 32  # t2's 5 entries of axis 1, not all 8
+    assert module._lg_kernel_scale_rows.grid({"N": 2}) == 2 * 5 * 32  # t2's 5 entries of axis 1, not all 8
 
 
 def test_named_axis_errors_speak_of_entries() -> None:

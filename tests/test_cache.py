@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from layoutgen.runtime import paths
-from layoutgen.runtime.cache import CubinCache
+from layoutgen.runtime.cache import CacheError, CubinCache
 from layoutgen.runtime.nvrtc import CompileError, CompileRequest, CompileResult, compile_cubin
 
 SRC = r"""
@@ -131,6 +131,8 @@ CORRUPTIONS: dict[str, Callable[[Path, Path], None]] = {
         resources=[dict(kernel="axpy", registers=1.5, spill_stores=0, spill_loads=0, stack_frame=0, shared_bytes=0)]
     ),
     "log-not-text": _set_meta(log=7),
+    # json's decoder raises RecursionError, not ValueError, for nesting this deep
+    "deep-sidecar": lambda cubin, meta: _write(meta, b"[" * 200_000 + b"]" * 200_000),
 }
 
 
@@ -241,3 +243,126 @@ def test_cache_dir_overrides(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) ->
     monkeypatch.delenv("XDG_CACHE_HOME")
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     assert paths.cache_dir() == tmp_path / "home" / ".cache" / "layoutgen"
+
+
+# -- a cache that others could write (issue 13, item 16) -------------------------
+
+
+def _refusal(cache: CubinCache) -> str:
+    with pytest.raises(CacheError) as caught:
+        cache.lookup(REQ)
+    return str(caught.value)
+
+
+@pytest.mark.parametrize(("mode", "who"), [(0o777, "its group and all users"), (0o775, "its group"),
+                                           (0o757, "all users")])
+def test_a_cache_folder_that_others_can_write_is_refused(
+    tmp_path: Path, compiled: CompileResult, mode: int, who: str
+) -> None:
+    folder = tmp_path / "cubin"
+    CubinCache(folder).store(REQ, compiled)  # as another user of a shared folder would plant it
+    folder.chmod(mode)
+    assert _refusal(CubinCache(folder)) == (
+        f"error[LG512]: the compile cache `{folder}` can be written by {who} (mode {mode:04o}), so another user "
+        "could plant a cubin in it\n"
+        f"  hint: make it private (`chmod go-w {folder}`), or point LAYOUTGEN_CACHE_DIR (or `cache_dir`) at a "
+        "folder only you can write"
+    )
+    folder.chmod(0o700)
+    entry = folder / REQ.key()[:2]
+    entry.chmod(0o777)  # an entry's folder is checked as well
+    assert f"the compile cache `{entry}` can be written by its group and all users" in _refusal(CubinCache(folder))
+
+
+def test_a_cache_folder_of_another_user_is_refused(
+    tmp_path: Path, compiled: CompileResult, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder = tmp_path / "cubin"
+    CubinCache(folder).store(REQ, compiled)
+    if os.geteuid() == 0:  # root can give the folder away
+        os.chown(folder, 4242, 4242)
+    else:  # anyone else becomes someone else
+        monkeypatch.setattr(os, "geteuid", lambda: folder.stat().st_uid + 4242)
+    owner = folder.stat().st_uid
+    assert _refusal(CubinCache(folder)) == (
+        f"error[LG512]: the compile cache `{folder}` belongs to another user (uid {owner}), who could plant a "
+        "cubin in it\n"
+        "  hint: point LAYOUTGEN_CACHE_DIR (or `cache_dir`) at a folder of your own"
+    )
+
+
+def test_a_new_cache_is_private(tmp_path: Path) -> None:
+    folder = tmp_path / "home" / ".cache" / "layoutgen" / "cubin"
+    CubinCache(folder).get_or_compile(REQ)
+    made = [folder, folder.parent, folder / REQ.key()[:2]]
+    assert {str(p.relative_to(tmp_path)): p.stat().st_mode & 0o777 for p in made} == {
+        str(p.relative_to(tmp_path)): 0o700 for p in made
+    }
+    cubin, meta = CubinCache(folder).paths(REQ.key())
+    assert [p.stat().st_mode & 0o777 for p in (cubin, meta, cubin.with_suffix(".lock"))] == [0o600] * 3
+
+
+def test_a_planted_lock_file_link_is_not_followed(tmp_path: Path, compiled: CompileResult) -> None:
+    key = REQ.key()
+    folder = tmp_path / key[:2]
+    folder.mkdir(mode=0o700)
+    victim = tmp_path / "victim.txt"
+    (folder / f"{key}.lock").symlink_to(victim)
+    with pytest.raises(CacheError) as caught:
+        CubinCache(tmp_path).store(REQ, compiled)
+    lock = folder / f"{key}.lock"
+    assert str(caught.value) == (
+        f"error[LG512]: `{lock}` in the compile cache is a symbolic link; layoutgen makes none and follows none\n"
+        f"  hint: remove it (`rm {lock}`) and find out who made it"
+    )
+    assert not victim.exists()
+
+
+@pytest.mark.parametrize("half", [".cubin", ".json"])
+def test_a_cache_entry_that_is_a_folder_is_an_error_not_a_traceback(
+    tmp_path: Path, compiled: CompileResult, half: str
+) -> None:
+    cache = CubinCache(tmp_path)
+    cache.store(REQ, compiled)
+    cubin, meta = cache.paths(REQ.key())
+    path = cubin if half == ".cubin" else meta
+    path.unlink()
+    path.mkdir()
+    with pytest.raises(CacheError) as caught:
+        cache.get_or_compile(REQ)
+    assert str(caught.value) == (
+        f"error[LG513]: `{path}` in the compile cache is a folder, where layoutgen keeps a file\n"
+        f"  hint: remove it (`rm -r {path}`)"
+    )
+
+
+def test_a_cache_dir_that_is_a_file_is_an_error(tmp_path: Path) -> None:
+    file = tmp_path / "cache"
+    file.write_text("not a folder\n")
+    for folder in (file, file / "cubin"):
+        with pytest.raises(CacheError) as caught:
+            CubinCache(folder).get_or_compile(REQ)
+        assert str(caught.value) == (
+            f"error[LG513]: the compile cache `{folder}` cannot be used: `{file}` is not a folder\n"
+            "  hint: point LAYOUTGEN_CACHE_DIR (or `cache_dir`) at a folder"
+        )
+
+
+def test_load_returns_the_bytes_it_verified_reading_the_cubin_once(
+    tmp_path: Path, compiled: CompileResult, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cache = CubinCache(tmp_path)
+    cache.store(REQ, compiled)
+    cubin_path, _ = cache.paths(REQ.key())
+    opened: list[str] = []
+    real_open = os.open
+
+    def counting_open(path: Any, *args: Any, **kwargs: Any) -> int:
+        opened.append(os.fspath(path))
+        return real_open(path, *args, **kwargs)
+
+    monkeypatch.setattr(os, "open", counting_open)
+    data = cache.load(REQ)
+    assert data == compiled.cubin and isinstance(data, bytes)
+    assert opened.count(str(cubin_path)) == 1
+    assert CubinCache(tmp_path / "fresh").load(REQ) == compiled.cubin  # a miss compiles, stores and returns

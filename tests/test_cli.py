@@ -7,17 +7,24 @@ tests run from the repository root on ``examples/vsn/seed_bug.py``.
 
 from __future__ import annotations
 
+import contextlib
+import errno
+import fcntl
+import io
 import json
+import multiprocessing
 import os
 import re
 import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from layoutgen.codegen.stamp import MARKER
+from layoutgen.cli import main
+from layoutgen.codegen.stamp import MARKER, verify
 
 REPO = Path(__file__).resolve().parent.parent
 MINI_FILES = ["generated/mini/__init__.py", "generated/mini/copy_context.cu", "generated/mini/mini.cuh",
@@ -60,8 +67,10 @@ def edit(path: Path, old: str, new: str) -> None:
 
 @pytest.mark.parametrize(("verb", "expected"), [
     ([], ["usage: layoutgen", "generate", "check", "show", "[tool.layoutgen]"]),
-    (["generate"], ["usage: layoutgen generate", "--out DIR", "--check", "SPEC"]),
-    (["check"], ["usage: layoutgen check", "--compile", "--arch ARCH", "--format {text,json,github}"]),
+    (["generate"], ["usage: layoutgen generate", "--out DIR", "--check", "SPEC", "--select CODES", "--ignore CODES",
+                    "--warnings-as-errors"]),
+    (["check"], ["usage: layoutgen check", "--compile", "--arch ARCH", "--format {text,json,github}",
+                 "--select CODES", "--ignore CODES", "--warnings-as-errors"]),
     (["show"], ["usage: layoutgen show", "SPEC[:NAME]", "--svg FILE", "--png FILE"]),
 ])
 def test_help_for_the_command_and_every_verb(project: Path, verb: list[str], expected: list[str]) -> None:
@@ -103,13 +112,77 @@ def test_a_bad_command_line_override_exits_2(project: Path) -> None:
     assert run.stderr == 'layoutgen: error: `arch` must be a string like "sm_90", got "ampere" (override)\n'
 
 
+# -- what is reported: --select, --ignore, --warnings-as-errors ------------------------------
+
+LITERAL_STRIDE = "        x.row(0)[row * 56 + f] *= 2.0f;\n"
+
+
+def test_ignore_and_select_turn_the_lint_off_for_check_and_generate(project: Path) -> None:
+    edit(project / "specs/mini/scale_snap.cu.j2", "        x.at(row, f) *= 2.0f;\n", LITERAL_STRIDE)
+    refused = layoutgen("generate", "-q", cwd=project)
+    assert refused.returncode == 1 and "error[LG401]: literal 56" in refused.stdout
+    assert generated(project) == []
+    ignored = layoutgen("generate", "-q", "--ignore", "LG401", cwd=project)
+    assert (ignored.returncode, ignored.stdout) == (0, "4 file(s) changed in 1 spec(s).\n")
+    for args in (["--ignore", "LG401"], ["--ignore", "LG303,LG401"], ["--select", "LG3, LG5"]):
+        run = layoutgen("check", *args, cwd=project)
+        assert (run.returncode, run.stdout) == (0, "All checks passed: 1 spec, no errors.\n"), args
+    # In the file; the command line replaces the file's list.
+    (project / "pyproject.toml").write_text('[tool.layoutgen]\nspecs = ["specs/mini/spec.py"]\nignore = ["LG4"]\n')
+    assert layoutgen("check", cwd=project).returncode == 0
+    again = layoutgen("check", "--ignore", "LG303", cwd=project)
+    assert again.returncode == 1 and "error[LG401]" in again.stdout
+
+
+def test_an_error_that_stops_generation_cannot_be_ignored(project: Path) -> None:
+    run = layoutgen("check", "--ignore", "LG502", cwd=project)
+    assert run.returncode == 2, run.stdout + run.stderr
+    assert run.stderr == (
+        "layoutgen: error: `ignore` must be a list of codes that can be ignored (LG303, LG306, LG401, LG403, LG404, "
+        'LG505) or their prefixes, got "LG502": LG502 (stale-generated) is an error that stops generation (override)\n'
+    )
+    # A selection that leaves the error out still reports it.
+    assert "error[LG502]" in layoutgen("check", "--select", "LG4", cwd=project).stdout
+
+
+def test_warnings_as_errors(project: Path) -> None:
+    edit(project / "specs/mini/scale_snap.cu.j2", "        x.at(row, f) *= 2.0f;\n",
+         "        x.at(row, f) *= 2.0f;  // layoutgen: ignore[LG401]\n")
+    warned = layoutgen("generate", "-q", cwd=project)
+    assert warned.returncode == 0, warned.stdout + warned.stderr
+    assert warned.stdout.endswith("warning[LG404]: `// layoutgen: ignore[LG401]` suppresses nothing: no LG401 is "
+                                  "reported on this line\n  hint: remove the comment: left in place, it would hide "
+                                  "the next finding on this line\nFound no errors, 1 warning in 1 spec.\n")
+    strict = layoutgen("check", "--warnings-as-errors", cwd=project)
+    assert strict.returncode == 1
+    assert strict.stdout == warned.stdout.split("\n", 1)[1].replace("warning[LG404]", "error[LG404]").replace(
+        "Found no errors, 1 warning", "Found 1 error")
+    (project / "specs/mini/scale_snap.cu.j2").write_text("    x.at(row, 0) *= 3.0f;  // layoutgen: ignore\n")
+    before = {p: (project / p).read_text() for p in generated(project)}
+    refused = layoutgen("generate", "--warnings-as-errors", cwd=project)
+    assert refused.returncode == 1 and "error[LG404]" in refused.stdout
+    assert {p: (project / p).read_text() for p in generated(project)} == before  # nothing written
+    (project / "pyproject.toml").write_text(
+        '[tool.layoutgen]\nspecs = ["specs/mini/spec.py"]\nwarnings_as_errors = true\n')
+    assert layoutgen("generate", "-q", cwd=project).returncode == 1
+    assert layoutgen("generate", "-q", "--no-warnings-as-errors", cwd=project).returncode == 0
+
+
 # -- check --------------------------------------------------------------------------------
 
 
 def test_check_exit_codes_clean_and_stale(project: Path) -> None:
     stale = layoutgen("check", cwd=project)
     assert stale.returncode == 1
-    assert "error[LG502]: generated/mini/mini.cuh is missing (spec specs/mini/spec.py)" in stale.stdout
+    assert stale.stdout == (  # one cause (the spec changed), one diagnostic listing its files
+        "specs/mini/spec.py:1: error[LG502]: 4 files of `generated/mini/` are not what spec `mini` generates now:\n"
+        "  generated/mini/__init__.py is missing\n"
+        "  generated/mini/copy_context.cu is missing\n"
+        "  generated/mini/mini.cuh is missing\n"
+        "  generated/mini/scale_snap.cu is missing\n"
+        "  hint: run `layoutgen generate` and commit the result\n"
+        "Found 1 error in 1 spec.\n"
+    )
     assert layoutgen("generate", "-q", cwd=project).returncode == 0
     clean = layoutgen("check", cwd=project)
     assert clean.returncode == 0, clean.stdout + clean.stderr
@@ -152,10 +225,11 @@ def test_check_format_github(project: Path) -> None:
     assert len(lines) == 1 and all(pattern.match(ln) for ln in lines), run.stdout
     assert lines[0].startswith("::error file=examples/vsn/seed_bug.py,line=")
     assert ",title=LG201 not-contiguous::" in lines[0] and "%0Ahint: drop contiguous=True" in lines[0]
-    stale = layoutgen("check", "--format", "github", cwd=project)  # four LG502, one per missing file
+    stale = layoutgen("check", "--format", "github", cwd=project)  # one LG502 for the spec, its files listed
     lines = stale.stdout.splitlines()
-    assert len(lines) == 4 and all(pattern.match(ln) for ln in lines), stale.stdout
-    assert all("title=LG502 stale-generated::" in ln for ln in lines)
+    assert len(lines) == 1 and pattern.match(lines[0]), stale.stdout
+    assert "title=LG502 stale-generated::4 files of `generated/mini/`" in lines[0]
+    assert "%0A  generated/mini/mini.cuh is missing%0A" in lines[0]
 
 
 # -- generate -----------------------------------------------------------------------------
@@ -192,8 +266,8 @@ def test_a_changed_field_width_makes_generate_check_exit_1_with_a_diff(project: 
     out = run.stdout
     assert "--- a/generated/mini/mini.cuh\n+++ b/generated/mini/mini.cuh\n" in out
     assert "--- a/generated/mini/scale_snap.cu\n+++ b/generated/mini/scale_snap.cu\n" in out
-    assert "-struct Window_snap : lg::Field<T, 40, 56, 0, 16, long long> {\n" in out
-    assert "+struct Window_snap : lg::Field<T, 38, 56, 0, 8, long long> {\n" in out
+    assert "-struct Window_snap_view : lg::Field<T, 40, 56, 0, VectorBytes, long long> {\n" in out
+    assert "+struct Window_snap_view : lg::Field<T, 38, 56, 0, VectorBytes, long long> {\n" in out
     assert "-    [[maybe_unused]] constexpr int F = 40;\n+    [[maybe_unused]] constexpr int F = 38;\n" in out
     assert "a/generated/mini/copy_context.cu" not in out  # the context did not move
     assert re.search(r"^\d+ generated file\(s\) would change; run `layoutgen generate`\.$", out, re.M)
@@ -249,16 +323,28 @@ def test_regenerating_unchanged_input_rewrites_no_file(project: Path) -> None:
     assert not [p for p in files_under(project) if p.endswith(".tmp")]
 
 
-def test_a_hand_edited_generated_file_is_restored(project: Path) -> None:
+def test_a_hand_edited_generated_file_is_kept_and_named_unless_forced(project: Path) -> None:
     assert layoutgen("generate", "-q", cwd=project).returncode == 0
     header = project / "generated" / "mini" / "mini.cuh"
     pristine = header.read_text()
-    header.write_text(pristine.replace("lg::Field<T, 40, 56, 0,", "lg::Field<T, 40, 40, 0,"))
-    check = layoutgen("generate", "--check", cwd=project)
-    assert check.returncode == 1
-    assert "-struct Window_snap : lg::Field<T, 40, 40, 0, 16, long long> {\n" in check.stdout
-    assert "+struct Window_snap : lg::Field<T, 40, 56, 0, 16, long long> {\n" in check.stdout
-    assert layoutgen("generate", "-q", cwd=project).returncode == 0
+    edited = pristine + "// a quick fix, typed into the generated file\n"
+    header.write_text(edited)
+    named = ("generated/mini/mini.cuh:1: error[LG509]: `generated/mini/mini.cuh` was edited by hand after layoutgen "
+             "generated it (its `layoutgen-hash:` line no longer matches); layoutgen keeps the edit\n"
+             "  hint: move the change into the spec or its template, or run `layoutgen generate --force` to "
+             "overwrite it\n")
+    run = layoutgen("generate", cwd=project)
+    assert (run.returncode, run.stdout) == (1, named + "Found 1 error in 1 spec.\n"), run.stdout + run.stderr
+    assert header.read_text() == edited  # kept
+    check = layoutgen("check", cwd=project)  # drift, named as an edit
+    assert (check.returncode, check.stdout) == (1, named + "Found 1 error in 1 spec.\n"), check.stdout
+    diff = layoutgen("generate", "--check", cwd=project)
+    assert diff.returncode == 1
+    assert diff.stdout.startswith("--- a/generated/mini/mini.cuh\n+++ b/generated/mini/mini.cuh\n")
+    assert "\n-// a quick fix, typed into the generated file\n" in diff.stdout
+    forced = layoutgen("generate", "--force", cwd=project)
+    assert forced.returncode == 0, forced.stdout + forced.stderr
+    assert forced.stdout == "wrote generated/mini/mini.cuh\n1 file(s) changed in 1 spec(s).\n"
     assert header.read_text() == pristine
 
 
@@ -338,3 +424,260 @@ def test_show_errors_go_to_stderr(project: Path) -> None:
     assert run.returncode == 1
     assert run.stdout == ""
     assert run.stderr.startswith("error[LG504]: spec module specs/mini/nope.py does not exist"), run.stderr
+
+
+# -- specs that confuse the project (issue 13, item 4) --------------------------------------
+
+
+def spec_line(path: Path, text: str) -> int:
+    return next(n for n, line in enumerate(path.read_text().splitlines(), 1) if text in line)
+
+
+def test_two_specs_of_one_name_are_refused_naming_both_files(project: Path) -> None:
+    shutil.copytree(project / "specs" / "mini", project / "specs" / "other")
+    (project / "pyproject.toml").write_text('[tool.layoutgen]\nspecs = ["specs/mini/spec.py", "specs/other/spec.py"]\n')
+    line = spec_line(project / "specs" / "mini" / "spec.py", 'Spec("mini"')
+    message = ("error[LG507]: spec modules `specs/mini/spec.py` and `specs/other/spec.py` both define the spec "
+               "`mini`, so both would write `generated/mini/`\n"
+               '  hint: give each spec a name of its own: Spec("...", ...)\n')
+    expected = f"specs/mini/spec.py:{line}: {message}specs/other/spec.py:{line}: {message}Found 2 errors in 2 specs.\n"
+    for verb in ("generate", "check"):
+        run = layoutgen(verb, cwd=project)
+        assert (run.returncode, run.stdout) == (1, expected), run.stdout + run.stderr
+    assert generated(project) == []
+
+
+@pytest.mark.parametrize(("call", "shown"), [("sys.exit(0)", "SystemExit(0)"), ("sys.exit()", "SystemExit(None)"),
+                                             ('raise SystemExit("bye")', "SystemExit('bye')")])
+def test_a_spec_that_exits_while_imported_is_lg504_at_its_line(project: Path, call: str, shown: str) -> None:
+    spec = project / "specs" / "mini" / "spec.py"
+    edit(spec, "B, K, F, C = dims(", f"import sys\n{call}\nB, K, F, C = dims(")
+    line = spec_line(spec, call)
+    run = layoutgen("check", cwd=project)
+    assert (run.returncode, run.stdout) == (1, (
+        f"specs/mini/spec.py:{line}: error[LG504]: importing the spec raised {shown}: a spec module must not exit "
+        "while layoutgen imports it\n"
+        '  hint: put what runs the module as a script under `if __name__ == "__main__":`\n'
+        "Found 1 error in 1 spec.\n")), run.stdout + run.stderr
+
+
+def test_an_internal_error_exits_2_with_the_traceback_and_asks_for_a_report(
+    project: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def broken(*args: Any) -> Any:
+        raise RuntimeError("a bug")
+
+    monkeypatch.chdir(project)
+    monkeypatch.setattr("layoutgen.project.process.check_spec", broken)
+    assert main(["check"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("layoutgen: internal error: RuntimeError: a bug\nTraceback (most recent call last):\n"), err
+    assert err.endswith("RuntimeError: a bug\nThis is a bug in layoutgen 0.1.0, not in your project: please report "
+                        "it with the traceback above and the command that ran.\n"), err
+
+
+# -- the output folder: locks, leftovers, failures, links (issue 13, items 12, 13, 15) ----------
+
+
+def _generate_in_child(root: str, barrier: Any, queue: Any, first_debug: int) -> None:
+    os.chdir(root)
+    barrier.wait()
+    codes: list[object] = []
+    for i in range(10):  # the debug build differs in every file: each run rewrites them all
+        args = ["generate", "-q"] + (["--debug"] if (i + first_debug) % 2 else [])
+        try:
+            with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+                codes.append(main(args))
+        except BaseException as exc:  # noqa: BLE001 - the test reports whatever escaped
+            codes.append(f"{type(exc).__name__}: {exc}")
+    queue.put(codes)
+
+
+def test_generates_running_at_once_take_turns(project: Path) -> None:
+    ctx = multiprocessing.get_context("fork")
+    barrier, queue = ctx.Barrier(4), ctx.Queue()
+    procs = [ctx.Process(target=_generate_in_child, args=(str(project), barrier, queue, n % 2)) for n in range(4)]
+    for p in procs:
+        p.start()
+    results = [queue.get(timeout=240) for _ in procs]
+    for p in procs:
+        p.join(timeout=60)
+    assert results == [[0] * 10] * 4
+    assert generated(project) == MINI_FILES  # no temporary file of anyone's left behind
+    assert all(verify((project / p).read_text()) for p in MINI_FILES)
+    checks = [layoutgen("check", *flag, cwd=project).returncode for flag in ([], ["--debug"])]
+    assert sorted(checks) == [0, 1]  # one whole build, the last one's
+
+
+def test_temporary_files_of_a_killed_generate_are_reported_and_removed(project: Path) -> None:
+    assert layoutgen("generate", "-q", cwd=project).returncode == 0
+    folder = project / "generated" / "mini"
+    (folder / ".mini.cuh.0badc0de.tmp").write_text("")  # killed right after creating it
+    (folder / ".scale_snap.cu.12345678.tmp").write_text((folder / "scale_snap.cu").read_text()[:100])
+    (folder / ".notes.tmp").write_text("mine\n")  # not layoutgen's name for a temporary file
+    leftover = "is a temporary file left by an interrupted `layoutgen generate`"
+    run = layoutgen("check", cwd=project)
+    assert (run.returncode, run.stdout) == (1, (
+        "specs/mini/spec.py:1: error[LG502]: 2 files of `generated/mini/` are not what spec `mini` generates now:\n"
+        f"  generated/mini/.mini.cuh.0badc0de.tmp {leftover}\n"
+        f"  generated/mini/.scale_snap.cu.12345678.tmp {leftover}\n"
+        "  hint: run `layoutgen generate`: it removes them\n"
+        "Found 1 error in 1 spec.\n")), run.stdout
+    would = layoutgen("generate", "--check", cwd=project)
+    assert (would.returncode, would.stdout) == (1, "2 generated file(s) would change; run `layoutgen generate`.\n")
+    run = layoutgen("generate", cwd=project)
+    assert (run.returncode, run.stdout) == (0, "removed generated/mini/.mini.cuh.0badc0de.tmp\n"
+                                               "removed generated/mini/.scale_snap.cu.12345678.tmp\n"
+                                               "2 file(s) changed in 1 spec(s).\n"), run.stdout + run.stderr
+    assert generated(project) == sorted([*MINI_FILES, "generated/mini/.notes.tmp"])
+
+
+def _fail_on(n: int, monkeypatch: pytest.MonkeyPatch, error: int) -> None:
+    """Make the ``n``th temporary output file fail to open, as a full disk or a read-only folder would."""
+    real_open, seen = os.open, []
+
+    def failing_open(path: Any, flags: int, *args: Any, **kwargs: Any) -> int:
+        if str(path).endswith(".tmp") and flags & os.O_EXCL and "generated" in str(path):
+            seen.append(path)
+            if len(seen) == n:
+                raise OSError(error, os.strerror(error), str(path))
+        return real_open(path, flags, *args, **kwargs)
+
+    monkeypatch.setattr(os, "open", failing_open)
+
+
+def _run(args: list[str]) -> tuple[int, str]:
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
+        code = main(args)
+    return code, out.getvalue()
+
+
+def test_a_failure_part_way_leaves_the_previous_files(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(project)
+    assert _run(["generate", "-q"])[0] == 0
+    spec = project / "specs" / "mini" / "spec.py"
+    edit(spec, "    copy_context.bind(ctx=Context, dst=Window.context),\n",
+         "    copy_context.bind(ctx=Context, dst=Window.context),\n"
+         '    copy_context.bind(name="copy_again", ctx=Context, dst=Window.context),\n')
+    before = {p: (project / p).read_bytes() for p in files_under(project)}
+    for n in (1, 2):  # the new kernel file, then the module that names it
+        with monkeypatch.context() as patch:
+            _fail_on(n, patch, errno.ENOSPC)
+            code, out = _run(["generate", "-q"])
+        assert code == 1 and "error[LG511]: cannot write `generated/mini/" in out, out
+        assert out.endswith("`: No space left on device\n  hint: make room on the disk, or choose another output "
+                            "folder (`--out`)\nFound 1 error in 1 spec.\n"), out
+        assert {p: (project / p).read_bytes() for p in files_under(project)} == before
+    assert _run(["generate", "-q"])[0] == 0
+    assert "generated/mini/copy_again.cu" in files_under(project)
+
+
+def test_a_read_only_output_folder_is_lg511(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(project)
+    _fail_on(1, monkeypatch, errno.EACCES)
+    code, out = _run(["generate", "-q"])
+    assert (code, out) == (1, "error[LG511]: cannot write `generated/mini/copy_context.cu`: Permission denied\n"
+                              "  hint: make `generated/mini` writable, or choose another output folder (`--out`)\n"
+                              "Found 1 error in 1 spec.\n")
+    assert generated(project) == []
+
+
+@pytest.mark.skipif(os.name != "posix" or os.geteuid() == 0, reason="root writes into read-only folders")
+def test_a_read_only_output_folder_is_lg511_for_real(project: Path) -> None:
+    (project / "generated" / "mini").mkdir(parents=True)
+    (project / "generated" / "mini").chmod(0o555)
+    run = layoutgen("generate", cwd=project)
+    assert run.returncode == 1 and run.stderr == "", run.stderr
+    assert "error[LG511]: cannot write `generated/mini/copy_context.cu`: Permission denied\n" in run.stdout
+
+
+def test_generate_waits_for_the_output_lock_then_gives_up_with_lg508(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from layoutgen.project import outlock
+
+    monkeypatch.chdir(project)
+    monkeypatch.setattr(outlock, "LOCK_TIMEOUT_S", 0.3)
+    (project / "generated").mkdir()
+    holder = os.open(project / "generated", os.O_RDONLY)
+    fcntl.flock(holder, fcntl.LOCK_EX)  # another layoutgen, writing
+    try:
+        for verb in (["generate"], ["check"]):
+            code, out = _run(verb)
+            assert (code, out) == (1, (
+                "layoutgen: waiting for another layoutgen process to finish with `generated` ...\n"
+                "error[LG508]: the output folder `generated` is locked by another layoutgen process; gave up after "
+                "0.3 s\n"
+                "  hint: let the other `layoutgen generate` or `layoutgen check` finish, then run this again\n"
+                "Found 1 error in 1 spec.\n")), (verb, out)
+    finally:
+        os.close(holder)
+    assert generated(project) == []
+    assert _run(["generate", "-q"])[0] == 0
+
+
+@pytest.mark.parametrize("link", ["generated", "generated/mini"])
+def test_an_output_folder_that_links_out_of_the_project_is_refused(project: Path, tmp_path: Path, link: str) -> None:
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (project / link).parent.mkdir(parents=True, exist_ok=True)
+    (project / link).symlink_to(elsewhere)
+    expected = (f"error[LG510]: `{link}` leads through a symbolic link to `../elsewhere`, which is not inside "
+                "the project; layoutgen writes only inside it\n"
+                f"  hint: make `{link}` a folder inside the project, or choose another output folder (`--out`)\n"
+                "Found 1 error in 1 spec.\n")
+    for verb in ("generate", "check"):
+        run = layoutgen(verb, cwd=project)
+        assert (run.returncode, run.stdout) == (1, expected), run.stdout + run.stderr
+    assert list(elsewhere.iterdir()) == []
+
+
+def test_an_out_with_a_backslash_is_a_usage_error(project: Path) -> None:
+    run = layoutgen("generate", "--out", "a\\b", cwd=project)
+    assert (run.returncode, run.stdout) == (2, "")
+    assert run.stderr == ('layoutgen: error: `out` must be a folder inside the project with "/" between its parts, '
+                          'like "generated", got "a\\\\b" (override)\n')
+
+
+# -- the compile cache, from the command line (issue 13, item 13) -----------------------------
+
+
+def test_check_compile_reports_an_unusable_cache_and_rebuilds_a_damaged_one(project: Path, tmp_path: Path) -> None:
+    assert layoutgen("generate", "-q", cwd=project).returncode == 0
+    file = tmp_path / "cache-file"
+    file.write_text("not a folder\n")
+    env = {**os.environ, "PYTHONPATH": str(REPO), "LAYOUTGEN_CACHE_DIR": str(file)}
+
+    def check_compile() -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "layoutgen", "check", "--compile", "-q"], cwd=project, env=env,
+                              capture_output=True, text=True, timeout=300)
+
+    run = check_compile()
+    assert (run.returncode, run.stdout, run.stderr) == (1, (
+        f"error[LG513]: the compile cache `{file}/cubin` cannot be used: `{file}` is not a folder\n"
+        "  hint: point LAYOUTGEN_CACHE_DIR (or `cache_dir`) at a folder\n"
+        "Found 1 error in 1 spec.\n"), "")
+    env["LAYOUTGEN_CACHE_DIR"] = str(tmp_path / "cache")
+    assert check_compile().returncode == 0
+    sidecars = sorted((tmp_path / "cache").rglob("*.json"))
+    assert len(sidecars) == 2
+    for sidecar in sidecars:  # json's decoder raised RecursionError on these
+        sidecar.write_bytes(b"[" * 200_000 + b"]" * 200_000)
+    run = check_compile()
+    assert (run.returncode, run.stdout) == (0, "All checks passed: 1 spec, no errors.\n"), run.stdout + run.stderr
+    cubin = sorted((tmp_path / "cache").rglob("*.cubin"))[0]
+    cubin.unlink()
+    cubin.mkdir()
+    run = check_compile()
+    assert (run.returncode, run.stdout, run.stderr) == (1, (
+        f"error[LG513]: `{cubin}` in the compile cache is a folder, where layoutgen keeps a file\n"
+        f"  hint: remove it (`rm -r {cubin}`)\nFound 1 error in 1 spec.\n"), "")
+
+
+def test_a_generate_that_writes_nothing_leaves_no_empty_output_folder(project: Path) -> None:
+    spec = project / "specs" / "mini" / "spec.py"
+    edit(spec, 'InOut("x", [B, K, F]),', 'InOut("x", [B, K, F], contiguous=True),')  # LG201: nothing is written
+    run = layoutgen("generate", "--out", "build/gen", cwd=project)
+    assert run.returncode == 1
+    assert not (project / "build").exists()

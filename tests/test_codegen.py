@@ -113,12 +113,12 @@ def test_a_plain_param_bound_to_window_snap_reads_at_row_stride_56() -> None:
     """The fix of the motivating bug: the same kernel, not contiguous, gets a view 56 apart, offset 0."""
     files = render("examples/vsn/spec.py").files
     header, fwd = files["vsn/vsn.cuh"], files["vsn/variable_selection_fwd.cu"]
-    # lg::Field<T, Width, RowStride, Offset, VectorBytes, Index>
-    assert "struct Window_snap : lg::Field<T, 40, 56, 0, 16, long long> {" in header
-    assert "struct Window_context : lg::Field<T, 16, 56, 40, 16, long long> {" in header
+    # lg::Field<T, Width, RowStride, Offset, VectorBytes, Index>: VectorBytes is the kernel's to give
+    assert "struct Window_snap_view : lg::Field<T, 40, 56, 0, VectorBytes, long long> {" in header
+    assert "struct Window_context_view : lg::Field<T, 16, 56, 40, VectorBytes, long long> {" in header
     # Static views scale by lg::Unscaled (1) and map rows by lg::AllRows (the identity).
     assert "return base + Rows::map(r) * (RowStride * scale.value()) + Offset * scale.value();" in header
-    assert "    const vsn::Window_snap<const float> x{ {lg_x}, lg_B, lg_K };\n" in fwd
+    assert "    const lg::views::vsn::Window_snap_view<const float, 4> x{ {lg_arg_x}, lg_dim_B, lg_dim_K };\n" in fwd
     assert "//   x: in [B, K, F] <- `Window.snap`, columns 0..40 of Window [B, K, 56], strides (K*56, 56, 1)\n" in fwd
     assert "    [[maybe_unused]] constexpr int F = 40;\n" in fwd
     # The template indexes only through the view; no literal stride reaches the kernel body.
@@ -134,10 +134,10 @@ def test_the_same_template_bound_twice_generates_two_kernels_with_their_own_view
                                   scale.bind(name="scale_packed", x=packed)])
     files = render_spec(spec, REPO, "tests/test_codegen.py").files
     assert sorted(files) == ["twice/__init__.py", "twice/scale_packed.cu", "twice/scale_window.cu", "twice/twice.cuh"]
-    assert "struct Window_snap : lg::Field<T, 40, 56, 0, 16, long long>" in files["twice/twice.cuh"]
-    assert "struct Packed : lg::Field<T, 40, 40, 0, 16, long long>" in files["twice/twice.cuh"]
-    assert "twice::Window_snap<float> x{" in files["twice/scale_window.cu"]
-    assert "twice::Packed<float> x{" in files["twice/scale_packed.cu"]
+    assert "struct Window_snap_view : lg::Field<T, 40, 56, 0, VectorBytes, long long>" in files["twice/twice.cuh"]
+    assert "struct Packed_view : lg::Field<T, 40, 40, 0, VectorBytes, long long>" in files["twice/twice.cuh"]
+    assert "lg::views::twice::Window_snap_view<float, 4> x{" in files["twice/scale_window.cu"]
+    assert "lg::views::twice::Packed_view<float, 4> x{" in files["twice/scale_packed.cu"]
     assert "void __launch_bounds__(128) scale_window(" in files["twice/scale_window.cu"]
 
 
@@ -156,7 +156,7 @@ def test_half_precision_layouts_include_the_fp16_header() -> None:
     k = Kernel("halve", "specs/mini/scale_snap.cu.j2", [InOut("x", [B, F])])
     files = render_spec(Spec("h", kernels=[k.bind(x=halves)]), REPO, "tests/test_codegen.py").files
     assert "#include <cuda_fp16.h>\n" in files["h/h.cuh"]
-    assert "h::Halves<__half> x{" in files["h/halve.cu"]
+    assert "lg::views::h::Halves_view<__half, 2> x{" in files["h/halve.cu"]
 
 
 # -- #line maps to the template, through loops and conditionals ---------------------------------
@@ -339,3 +339,42 @@ def test_output_is_byte_identical_under_two_hash_seeds_and_two_locations(tmp_pat
     assert {p: b for p, b in first.items() if p.startswith("vsn/")} == {
         f"vsn/{p}": b for p, b in committed.items() if "__pycache__" not in p
     }
+
+
+def _failing_render(tmp_path: Path, template: str) -> list[tuple[str, Site | None, str]]:
+    k = Kernel("failing", template, [InOut("x", [B, F])], template_root=tmp_path)
+    rows = Layout("Rows", [B], f32, width=4)
+    rendered = render_spec(Spec("bad", kernels=[k.bind(x=rows)]), tmp_path, "spec.py")
+    assert rendered.files == {}
+    if "latin" in rendered.diagnostics[0].message:
+        assert rendered.diagnostics[0].hint == "save the template as UTF-8"
+    return [(d.code, d.site, d.message) for d in rendered.diagnostics]
+
+
+def test_a_template_that_is_not_utf8_is_lg402_at_the_byte(tmp_path: Path) -> None:
+    (tmp_path / "latin.cu.j2").write_bytes(b"    // one\n    x.at(row, 0) = 1.0f;  // caf\xe9\n")
+    assert _failing_render(tmp_path, "latin.cu.j2") == [(
+        "LG402", Site(str(tmp_path / "latin.cu.j2"), 2),
+        "template of kernel `failing` failed to render: `latin.cu.j2` is not UTF-8 text: byte 0xe9 at line 2, "
+        "column 33",
+    )]
+    # The same in a template it includes: reported there.
+    (tmp_path / "outer.cu.j2").write_text('    // outer\n{% include "latin.cu.j2" %}\n', encoding="utf-8")
+    assert _failing_render(tmp_path, "outer.cu.j2")[0][1] == Site(str(tmp_path / "latin.cu.j2"), 2)
+
+
+def test_templates_that_include_each_other_are_lg402_at_the_first_include(tmp_path: Path) -> None:
+    (tmp_path / "a.cu.j2").write_text('    // a\n{% include "b.cu.j2" %}\n', encoding="utf-8")
+    (tmp_path / "b.cu.j2").write_text('{% include "a.cu.j2" %}\n', encoding="utf-8")
+    assert _failing_render(tmp_path, "a.cu.j2") == [(
+        "LG402", Site(str(tmp_path / "a.cu.j2"), 2),
+        "template of kernel `failing` failed to render: it recurses without end (a.cu.j2:2 -> b.cu.j2:1 -> a.cu.j2:2)",
+    )]
+
+
+def test_an_error_in_an_included_template_is_reported_at_its_own_line(tmp_path: Path) -> None:
+    (tmp_path / "outer.cu.j2").write_text('    // outer\n{% include "inner.cu.j2" %}\n', encoding="utf-8")
+    (tmp_path / "inner.cu.j2").write_text("    // inner\n    x.at(row, 0) = {{ nope }};\n", encoding="utf-8")
+    assert _failing_render(tmp_path, "outer.cu.j2") == [(
+        "LG402", Site(str(tmp_path / "inner.cu.j2"), 2), "template of kernel `failing` failed to render: 'nope' is undefined",
+    )]

@@ -43,7 +43,7 @@ def test_a_cpp_error_in_a_template_is_lg501_at_the_templates_own_line(tmp_path: 
     compile_errors = [d for d in report["diagnostics"] if d["code"] == "LG501"]
     assert compile_errors == [{
         "code": "LG501", "name": "compile-error", "severity": "error",
-        "message": 'identifier "undeclared_variable" is undefined',
+        "message": 'identifier "undeclared_variable" is undefined\n        acc += undeclared_variable;\n               ^',
         "path": "tests/specs/broken/broken.cu.j2", "line": 3, "hint": None,
     }]
     # From another folder the path is shown relative to it, still at line 3 of the template.

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from layoutgen.project.config import KEYS, Config, ConfigError, find_root, load_config
+from layoutgen.project.selection import Selection
 
 
 def project(root: Path, table: str | None, extra: str = "") -> Path:
@@ -95,7 +96,7 @@ def test_launchers_use_the_cache_dir_that_check_compile_uses(root: Path, monkeyp
     import importlib.util
     import sys
 
-    from layoutgen.project.files import apply
+    from layoutgen.project.writing import apply
     from layoutgen.project.process import process_spec
     from layoutgen.runtime.cache import CubinCache
 
@@ -123,7 +124,7 @@ def test_launchers_use_the_cache_dir_that_check_compile_uses(root: Path, monkeyp
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)
         sys.modules.pop(spec.name, None)
-        used = module._copy_rows.cache().directory.resolve()
+        used = module._lg_kernel_copy_rows.cache().directory.resolve()
         checked = (CubinCache(config.cache_path) if config.cache_path else CubinCache.default()).directory
         assert used == checked.resolve() == expected  # `check --compile` warms what launches read
 
@@ -197,6 +198,16 @@ def test_good_arch(root: Path, arch: str) -> None:
             '`[tool.layoutgen].out` must be a folder inside the project, like "generated",'
             ' got "." (pyproject.toml)',
         ),
+        (  # TOML 'gen\cuda': one backslash, a separator on Windows and a letter elsewhere
+            "out = 'gen\\cuda'\n",
+            '`[tool.layoutgen].out` must be a folder inside the project with "/" between its parts, like'
+            ' "generated", got "gen\\\\cuda" (pyproject.toml)',
+        ),
+        (
+            'out = "gen\\nerated"\n',
+            '`[tool.layoutgen].out` must be a folder inside the project named without control characters, like'
+            ' "generated", got "gen\\nerated" (pyproject.toml)',
+        ),
         (
             "cache_dir = false\n",
             '`[tool.layoutgen].cache_dir` must be a path to a folder, like ".cache/layoutgen",'
@@ -220,7 +231,7 @@ def test_unknown_key_suggests_the_closest(root: Path) -> None:
 def test_unknown_key_without_a_close_match_lists_the_keys(root: Path) -> None:
     assert error(root, "verbose = true\n") == (
         "`[tool.layoutgen]` has no key `verbose` (pyproject.toml);"
-        " known keys: `specs`, `out`, `arch`, `cache_dir`, `debug`"
+        " known keys: `specs`, `out`, `arch`, `cache_dir`, `debug`, `select`, `ignore`, `warnings_as_errors`"
     )
 
 
@@ -255,6 +266,60 @@ def test_config_checks_on_construction(root: Path) -> None:
         Config(root, arch="sm90")
     assert str(caught.value) == '`Config.arch` must be a string like "sm_90", got "sm90"'
     assert Config(root, ["a.py"]).specs == ("a.py",)  # type: ignore[arg-type]
+
+
+# --- which diagnostics are reported -----------------------------------------
+
+
+IGNORABLE = "LG303, LG306, LG401, LG403, LG404, LG505"  # warnings, notes, and the lint's errors
+
+
+def test_select_ignore_and_warnings_as_errors_are_read_and_overridden(root: Path) -> None:
+    project(root, 'select = ["LG4", "LG303"]\nignore = ["LG404"]\nwarnings_as_errors = true\n')
+    config = load_config(root)
+    assert (config.select, config.ignore, config.warnings_as_errors) == (("LG4", "LG303"), ("LG404",), True)
+    assert config.selection == Selection(("LG4", "LG303"), ("LG404",), True)
+    # The command line replaces the file's lists (as every override replaces its key).
+    config = load_config(root, {"ignore": ("LG401",), "select": None, "warnings_as_errors": False})
+    assert (config.select, config.ignore, config.warnings_as_errors) == (("LG4", "LG303"), ("LG401",), False)
+    project(root, None)
+    assert load_config(root).selection == Selection((), (), False)
+
+
+@pytest.mark.parametrize(("table", "message"), [
+    ('ignore = "LG401"\n', '`[tool.layoutgen].ignore` must be a list of diagnostic codes or their prefixes, like'
+                            ' ["LG401", "LG3"], got "LG401" (pyproject.toml)'),
+    ('select = ["LG9"]\n', '`[tool.layoutgen].select` must be a list of diagnostic codes or their prefixes, like'
+                           ' ["LG401", "LG3"], got "LG9", which is no code and no prefix of one (pyproject.toml)'),
+    ('ignore = ["lg401"]\n', '`[tool.layoutgen].ignore` must be a list of diagnostic codes or their prefixes, like'
+                             ' ["LG401", "LG3"], got "lg401", which is no code and no prefix of one (pyproject.toml)'),
+    ('ignore = ["LG401", "LG201"]\n',
+     f"`[tool.layoutgen].ignore` must be a list of codes that can be ignored ({IGNORABLE}) or their prefixes,"
+     ' got "LG201": LG201 (not-contiguous) is an error that stops generation (pyproject.toml)'),
+    ('ignore = ["LG2"]\n',
+     f"`[tool.layoutgen].ignore` must be a list of codes that can be ignored ({IGNORABLE}) or their prefixes,"
+     ' got "LG2": every code starting with LG2 is an error that stops generation (pyproject.toml)'),
+    ("warnings_as_errors = 1\n", "`[tool.layoutgen].warnings_as_errors` must be true or false, got 1 (pyproject.toml)"),
+])
+def test_wrong_selection_values(root: Path, table: str, message: str) -> None:
+    assert error(root, table) == message
+
+
+def test_an_ignored_error_on_the_command_line_is_refused(root: Path) -> None:
+    project(root, None)
+    with pytest.raises(ConfigError) as caught:
+        load_config(root, {"ignore": ("LG502",)})
+    assert str(caught.value) == (
+        f"`ignore` must be a list of codes that can be ignored ({IGNORABLE}) or their prefixes, got \"LG502\": "
+        "LG502 (stale-generated) is an error that stops generation (override)"
+    )
+
+
+def test_a_prefix_that_covers_errors_ignores_only_what_can_be_ignored(root: Path) -> None:
+    project(root, 'ignore = ["LG4"]\n')
+    selection = load_config(root).selection
+    assert [code for code in ("LG401", "LG402", "LG403", "LG404", "LG303") if selection.reports(code)] == [
+        "LG402", "LG303"]
 
 
 # --- the key table --------------------------------------------------------

@@ -166,6 +166,36 @@ DIAGNOSTICS = sections(read(DOCS / "diagnostics.md")) if (DOCS / "diagnostics.md
 RUNNABLE = sorted(code for code, text in DIAGNOSTICS.items() if console_blocks(text))
 
 
+def _held_output_lock(project: Path, monkeypatch: pytest.MonkeyPatch) -> int:
+    """LG508: another process holds the lock of `generated`; a clock that runs fast makes the wait short."""
+    import fcntl
+
+    from layoutgen.project import outlock
+
+    (project / "generated").mkdir()
+    holder = os.open(project / "generated", os.O_RDONLY)
+    fcntl.flock(holder, fcntl.LOCK_EX)
+    ticks = iter(range(0, 10**9, 100))
+    monkeypatch.setattr(outlock, "time", SimpleNamespace(monotonic=lambda: next(ticks), sleep=lambda s: None))
+    return holder
+
+
+def _linked_out(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """LG510: `generated` is a link to ../elsewhere."""
+    (project.parent / "elsewhere").mkdir()
+    (project / "generated").symlink_to(project.parent / "elsewhere")
+
+
+def _open_cache(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """LG512: `mkdir cache && chmod 777 cache`."""
+    (project / "cache").mkdir()
+    (project / "cache").chmod(0o777)
+
+
+#: Examples whose situation files cannot make: each is set up as the section's prose says.
+PREPARE: dict[str, Any] = {"LG508": _held_output_lock, "LG510": _linked_out, "LG512": _open_cache}
+
+
 @pytest.mark.parametrize("code", RUNNABLE)
 def test_diagnostic_example_gives_its_code(code: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     text = DIAGNOSTICS[code]
@@ -180,9 +210,14 @@ def test_diagnostic_example_gives_its_code(code: str, tmp_path: Path, monkeypatc
         (project / rel).parent.mkdir(parents=True, exist_ok=True)
         (project / rel).write_text(content, encoding="utf-8")
     monkeypatch.setenv("LAYOUTGEN_CACHE_DIR", str(tmp_path / "cache"))
+    held = PREPARE[code](project, monkeypatch) if code in PREPARE else None  # what the section's prose says
     (runs,) = console_blocks(text)
     shown = "".join(f"$ {cmd}\n{out}" for cmd, out in runs)
-    actual = "".join(f"$ {cmd}\n{run_layoutgen(cmd, project)}" for cmd, _ in runs)
+    try:
+        actual = "".join(f"$ {cmd}\n{run_layoutgen(cmd, project)}" for cmd, _ in runs)
+    finally:
+        if held is not None:
+            os.close(held)
     severity = CODES[code].severity.value
     assert f"{severity}[{code}]" in actual, actual
     assert actual == shown, f"docs/diagnostics.md, {code}: the example's output changed"
@@ -232,16 +267,44 @@ LAUNCH_CASES: dict[str, Any] = {
     "LG608": lambda: _fwd(W=_host_array()),
     # cp.broadcast_to(cp.empty((1, K, 40)), (B, K, 40)): stride 0 on B, an output
     "LG610": lambda: _fwd(y=Dev((256, 64, 40), ptr=BASE + 0x4000000, strides=(0, 40 * 4, 4))),
+    # gates for both outputs
+    "LG614": lambda: _fwd(y=Dev((256, 64, 40), ptr=BASE + 0x3000000)),
+    # the cases below make the call themselves: what they show happens in the call, past the arguments' checks
+    "LG615": lambda: _without_a_device(lambda: _vsn().variable_selection_fwd(*_fwd())),
+    "LG616": lambda: _vsn().variable_selection_fwd(*_fwd(), stream=12345),
+    "LG617": lambda: _vsn().context_broadcast(Dev((2**31 - 1, 16)), Dev((2**31 - 1, 17, 56), ptr=BASE + 2**40)),
 }
+
+
+def _vsn() -> Any:
+    import generated.vsn as vsn
+
+    return vsn
+
+
+def _without_a_device(call: Any) -> None:
+    """``call()`` with CuPy as on a machine without a driver (getDevice: cudaErrorInsufficientDriver)."""
+    from unittest import mock
+
+    from cupy_backends.cuda.api.runtime import CUDARuntimeError
+
+    from layoutgen.runtime import driver
+
+    def get_device() -> int:
+        raise CUDARuntimeError(35)
+
+    with mock.patch.object(driver, "_GET_DEVICE", get_device), mock.patch.object(driver, "_NO_DEVICE", CUDARuntimeError):
+        call()
 
 
 @pytest.mark.parametrize("code", sorted(LAUNCH_CASES))
 def test_launch_example_gives_its_message(code: str) -> None:
     import generated.vsn as vsn
-    from layoutgen.runtime.launch import LaunchError
+    from layoutgen.runtime.launch import KernelLauncher, LaunchError
 
+    (fwd,) = [v for v in vars(vsn).values() if isinstance(v, KernelLauncher) and v.spec.name == "variable_selection_fwd"]
     with pytest.raises(LaunchError) as info:
-        vsn._variable_selection_fwd.bind(LAUNCH_CASES[code](), device=0)
+        fwd.check(LAUNCH_CASES[code](), device=0)
     assert info.value.code == code
     shown = [content for info_string, _, content in blocks(DIAGNOSTICS[code]) if info_string == "text"]
     assert shown == [f"layoutgen.runtime.errors.LaunchError: {info.value}\n"], str(info.value)

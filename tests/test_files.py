@@ -5,11 +5,13 @@ from __future__ import annotations
 import hashlib
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from layoutgen.codegen.stamp import MARKER, is_generated, stamp, verify
-from layoutgen.project.files import Change, Plan, apply, plan_output, unified_diff
+from layoutgen.project.files import Change, OutputError, Plan, plan_output, unified_diff
+from layoutgen.project.writing import apply
 from layoutgen.schema.diagnostics import LayoutgenError
 
 SPEC = "examples/vsn/spec.py"
@@ -373,3 +375,111 @@ def test_conflict_with_a_link_or_a_binary_file(tmp_path: Path) -> None:
     ]
     # A link is never followed into a deletion either.
     assert plan_output(tmp_path, "generated/vsn", {}).changes == ()
+
+
+# --- leftovers, order, edits, links (issue 13, items 12, 14, 15) -----------
+
+
+def test_temporary_files_are_never_outputs_and_leftovers_are_planned_for_removal(tmp_path: Path) -> None:
+    write(tmp_path, "generated/vsn/x.cu", cu("x\n"))
+    write(tmp_path, "generated/vsn/.x.cu.0123abcd.tmp", cu("x, half written"))  # a killed writer's
+    write(tmp_path, "generated/vsn/.new.cu.89abcdef.tmp", "")  # killed before it wrote a byte
+    write(tmp_path, "generated/vsn/.gone.cu.00000000.tmp", cu("gone\n"))  # names no file of layoutgen's
+    write(tmp_path, "generated/vsn/.notes.tmp", "mine\n")
+    files = {"generated/vsn/x.cu": cu("x\n"), "generated/vsn/new.cu": cu("new\n")}
+    plan = plan_output(tmp_path, "generated/vsn", files)
+    assert [(c.path, c.kind) for c in plan.changes] == [("generated/vsn/new.cu", "add")]
+    assert plan.temporaries == ("generated/vsn/.new.cu.89abcdef.tmp", "generated/vsn/.x.cu.0123abcd.tmp")
+    assert apply(tmp_path, plan) == ["generated/vsn/.new.cu.89abcdef.tmp", "generated/vsn/.x.cu.0123abcd.tmp",
+                                     "generated/vsn/new.cu"]
+    assert sorted(tree(tmp_path)) == ["generated/vsn/.gone.cu.00000000.tmp", "generated/vsn/.notes.tmp",
+                                      "generated/vsn/new.cu", "generated/vsn/x.cu"]
+
+
+def test_apply_writes_every_file_before_the_module_and_deletes_last(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write(tmp_path, "generated/vsn/__init__.py", py("OLD = 1\n"))
+    write(tmp_path, "generated/vsn/gone.cu", cu("gone\n"))
+    files = {"generated/vsn/__init__.py": py("NEW = 1\n"), "generated/vsn/a.cu": cu("a\n"),
+             "generated/vsn/sub/__init__.py": py(""), "generated/vsn/z.cuh": cu("z\n")}
+    order: list[str] = []
+    real_open, real_replace, real_unlink = os.open, os.replace, os.unlink
+
+    def opened(path: Any, flags: int, *args: Any) -> int:
+        if flags & os.O_EXCL:
+            order.append(f"stage {Path(path).name.split('.')[1]}")
+        return real_open(path, flags, *args)
+
+    def replaced(src: Any, dst: Any) -> None:
+        order.append(f"rename {Path(dst).relative_to(tmp_path).as_posix()}")
+        real_replace(src, dst)
+
+    def unlinked(path: Any, *args: Any, **kwargs: Any) -> None:
+        order.append(f"delete {Path(path).relative_to(tmp_path).as_posix()}")
+        real_unlink(path, *args, **kwargs)
+
+    monkeypatch.setattr(os, "open", opened)
+    monkeypatch.setattr(os, "replace", replaced)
+    monkeypatch.setattr(os, "unlink", unlinked)
+    apply(tmp_path, plan_output(tmp_path, "generated/vsn", files))
+    assert order == ["stage a", "stage z", "stage __init__", "stage __init__",  # everything staged first
+                     "rename generated/vsn/a.cu", "rename generated/vsn/z.cuh",
+                     "rename generated/vsn/sub/__init__.py", "rename generated/vsn/__init__.py",
+                     "delete generated/vsn/gone.cu"]
+
+
+def test_a_failure_while_staging_changes_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    write(tmp_path, "generated/vsn/__init__.py", py("OLD = 1\n"))
+    write(tmp_path, "generated/vsn/gone.cu", cu("gone\n"))
+    before = tree(tmp_path)
+    files = {"generated/vsn/__init__.py": py("NEW = 1\n"), "generated/vsn/a.cu": cu("a\n"),
+             "generated/vsn/deep/er/b.cu": cu("b\n")}
+    plan = plan_output(tmp_path, "generated/vsn", files)
+    real_open = os.open
+
+    def full_disk(path: Any, flags: int, *args: Any) -> int:
+        if flags & os.O_EXCL and Path(path).name.startswith(".__init__.py."):
+            raise OSError(28, "No space left on device", str(path))
+        return real_open(path, flags, *args)
+
+    monkeypatch.setattr(os, "open", full_disk)
+    with pytest.raises(OutputError) as caught:
+        apply(tmp_path, plan)
+    assert str(caught.value) == ("error[LG511]: cannot write `generated/vsn/__init__.py`: No space left on device\n"
+                                 "  hint: make room on the disk, or choose another output folder (`--out`)")
+    assert tree(tmp_path) == before
+    assert sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*")) == [
+        "generated", "generated/vsn", "generated/vsn/__init__.py", "generated/vsn/gone.cu"]  # no folder made
+
+
+def test_apply_keeps_hand_edits_unless_told_to_overwrite(tmp_path: Path) -> None:
+    edited = cu("x\n").replace("x\n", "x; // tweak\n")
+    write(tmp_path, "generated/vsn/x.cu", edited)
+    write(tmp_path, "generated/vsn/gone.cu", cu("gone\n").replace("gone", "kept"))
+    plan = plan_output(tmp_path, "generated/vsn", {"generated/vsn/x.cu": cu("x\n")})
+    assert plan.edited == ("generated/vsn/gone.cu", "generated/vsn/x.cu")
+    with pytest.raises(LayoutgenError) as caught:
+        apply(tmp_path, plan)
+    assert caught.value.code == "LG509"
+    assert caught.value.diagnostic.message == (
+        "`generated/vsn/gone.cu` was edited by hand after layoutgen generated it (its `layoutgen-hash:` line no "
+        "longer matches); layoutgen keeps the edit")
+    assert tree(tmp_path)["generated/vsn/x.cu"] == edited
+    assert apply(tmp_path, plan, overwrite_edits=True) == ["generated/vsn/gone.cu", "generated/vsn/x.cu"]
+    assert tree(tmp_path) == {"generated/vsn/x.cu": cu("x\n")}
+
+
+def test_a_module_folder_linked_out_of_the_project_is_a_conflict(tmp_path: Path) -> None:
+    root, elsewhere = tmp_path / "project", tmp_path / "elsewhere"
+    write(elsewhere, "x.cu", cu("x\n"))
+    (root / "generated").mkdir(parents=True)
+    (root / "generated/vsn").symlink_to(elsewhere)
+    plan = plan_output(root, "generated/vsn", {})  # would delete elsewhere/x.cu, outside the project
+    assert [d.message for d in plan.conflicts] == [
+        "`generated/vsn` leads through a symbolic link to `../elsewhere`, which is not inside the project; "
+        "layoutgen writes only inside it"]
+    assert plan.changes == ()
+    with pytest.raises(LayoutgenError, match="LG510"):
+        apply(root, plan)
+    assert (elsewhere / "x.cu").exists()

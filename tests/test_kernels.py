@@ -221,41 +221,49 @@ def test_a_spec_collects_the_layouts_its_bindings_use_once_each_in_order() -> No
 
 
 def test_lg208_a_parameter_named_like_a_generated_local_or_a_symbol(site_of: SiteOf) -> None:
-    """`row`, `element`, `vector`, `stream` and the kernel's own symbols are declared by generated code."""
-    generated = "a name the generated code defines (row, element, vector, stream, unwrap)"
+    """The thread's index (`row`, `element`, `vector`), the launcher's `stream`, Jinja's `kernel` and `params`
+    and the kernel's own symbols share a scope with parameters or symbols; nothing else generated does."""
+    beside_params = ("a name used beside the parameters (row, element, vector, name, overwrites, stream): the thread "
+                     "index, and the keywords of bind, Launch and the launcher")
     err = raises(lambda: Kernel("k", "k.cu.j2", [
         In("x", [B, F]),
         Out("row", [B, F]),  # site: param row
     ]))
     assert err.code == "LG208"
-    assert err.diagnostic.message == f"parameter `row` of `k` clashes with {generated}"
+    assert err.diagnostic.message == f"parameter `row` of `k` clashes with {beside_params}"
     assert err.site == site_of("param row")
     err = raises(lambda: Kernel("k", "k.cu.j2", [In("x", [B, F]), In("F", [F])]))  # site: param F
     assert err.diagnostic.message == "parameter `F` of `k` clashes with a shape symbol of the kernel"
     assert err.site == site_of("param F")
-    (element,) = dims("element")
+    (element, kernel) = dims("element kernel")
+    beside_symbols = ("a name the generated code defines beside the kernel's symbols (row, element, vector, kernel, "
+                      "params, self, none)")
     err = raises(lambda: Kernel("k", "k.cu.j2", [In("x", [B, element])]))  # site: symbol element
-    assert err.diagnostic.message == f"shape symbol `element` of `k` is {generated}"
+    assert err.diagnostic.message == f"shape symbol `element` of `k` is {beside_symbols}"
     assert err.site == site_of("symbol element")
-    err = raises(lambda: Kernel("k", "k.cu.j2", [In("stream", [B])]))
-    assert err.diagnostic.message == f"parameter `stream` of `k` clashes with {generated}"
+    err = raises(lambda: Kernel("k", "k.cu.j2", [In("x", [B, kernel])]))
+    assert err.diagnostic.message == f"shape symbol `kernel` of `k` is {beside_symbols}"
+    for keyword in ("stream", "name", "overwrites"):
+        err = raises(lambda: Kernel("k", "k.cu.j2", [In(keyword, [B])]))
+        assert err.diagnostic.message == f"parameter `{keyword}` of `k` clashes with {beside_params}"
+    # `self` and `kernel` are taken by position only: parameters may have those names.
+    k = Kernel("k", "k.cu.j2", [In("self", [B, F]), Out("kernel", [B, F])])
+    assert [n for n, _ in k.bind(self=Window.snap, kernel=Features).views] == ["self", "kernel"]
+    # The launcher's own names are `_lg_` names now: a parameter may be called `unwrap`.
+    assert Kernel("k", "k.cu.j2", [In("unwrap", [B])]).params[0].name == "unwrap"
 
 
-def test_lg208_a_kernel_named_like_its_spec_would_clash_with_the_generated_namespace(site_of: SiteOf) -> None:
-    err = raises(lambda: Spec("vsn", kernels=[
-        vsn.bind(x=Window.snap, y=Features),  # site: same as spec
-    ]))
+def test_a_kernel_may_share_its_specs_name_and_lg_is_no_name_at_all(site_of: SiteOf) -> None:
+    """Views live in `lg::views::<spec>`, so a kernel named like its spec clashes with nothing; `lg` is
+    layoutgen's namespace, in every scope user names land in."""
+    assert Spec("vsn", kernels=[vsn.bind(x=Window.snap, y=Features)]).kernels[0].name == "vsn"
+    reserved = "is `lg` or starts with `_lg_`, which layoutgen reserves for generated names"
+    err = raises(lambda: vsn.bind(name="lg", x=Window.snap, y=Features))  # site: lg binding
     assert err.code == "LG208"
-    assert err.diagnostic.message == (
-        "kernel `vsn` would clash with the C++ namespace `vsn` of the generated code (the spec's name)"
-    )
-    assert err.hint == 'name the binding: vsn.bind(name="...", ...), or rename the spec'
-    assert err.site == site_of("same as spec")
-    err = raises(lambda: Spec("s", kernels=[vsn.bind(name="lg", x=Window.snap, y=Features)]))
-    assert err.diagnostic.message == "kernel `lg` would clash with the C++ namespace `lg` of the generated code"
+    assert err.diagnostic.message == f"a binding name {reserved}, got `lg`"
+    assert err.site == site_of("lg binding")
     err = raises(lambda: Spec("lg"))
-    assert err.diagnostic.message == "a spec name is reserved for layoutgen's C++ namespace, got `lg`"
-    assert Spec("vsn_spec", kernels=[vsn.bind(x=Window.snap, y=Features)]).name == "vsn_spec"
+    assert err.diagnostic.message == f"a spec name {reserved}, got `lg`"
 
 
 def test_lg208_a_kernel_named_like_a_layout_would_clash_in_the_generated_module(site_of: SiteOf) -> None:
@@ -270,3 +278,29 @@ def test_lg208_a_kernel_named_like_a_layout_would_clash_in_the_generated_module(
     )
     assert err.site == site_of("same as layout")
     assert Spec("s", kernels=[k.bind(name="scale_rows", x=scale)]).kernels[0].name == "scale_rows"
+
+
+def test_lg211_a_kernel_or_spec_name_too_long_for_its_files(site_of: SiteOf) -> None:
+    long = "k" * 201
+    err = raises(lambda: Kernel(long, "k.cu.j2", [In("x", [B])]))  # site: long kernel
+    assert isinstance(err, KernelError)
+    assert err.code == "LG211"
+    assert err.diagnostic.message == (
+        "a kernel name must be at most 200 characters, to name its generated files, got 201 (`kkkkkkkkkkkkkkkkkkkkkkkk...`)")
+    assert err.site == site_of("long kernel")
+    assert raises(lambda: vsn.bind(name="b" * 300, x=Window.snap, y=Features)).code == "LG211"
+    assert raises(lambda: Spec("s" * 250)).code == "LG211"
+    err = raises(lambda: Kernel("con", "k.cu.j2", [In("x", [B])]))
+    assert err.diagnostic.message == "a kernel name is a device name on Windows, where `con.cu` could not be a file, got `con`"
+    assert Kernel("k" * 200, "k.cu.j2", [In("x", [B])]).name == "k" * 200
+
+
+def test_template_root_may_be_a_str_relative_to_the_declaring_file(site_of: SiteOf, tmp_path: Path) -> None:
+    here = Path(__file__).resolve().parent
+    k = Kernel("k", "scale_snap.cu.j2", [In("x", [B])], template_root="specs/mini")
+    assert k.template_path == here / "specs" / "mini" / "scale_snap.cu.j2" and k.template_path.is_file()
+    assert Kernel("k", "t.cu.j2", [In("x", [B])], template_root=str(tmp_path)).template_path == tmp_path / "t.cu.j2"
+    err = raises(lambda: Kernel("k", "k.cu.j2", [In("x", [B])], template_root=3))  # type: ignore[arg-type]  # site: root 3
+    assert err.code == "LG208"
+    assert err.diagnostic.message == "`template_root` of kernel `k` must be a folder (a str or a Path), got 3"
+    assert err.site == site_of("root 3")

@@ -13,7 +13,8 @@ import pytest
 
 import generated.vsn as vsn
 from layoutgen.runtime import launch
-from layoutgen.runtime.launch import KernelLauncher, LaunchError
+from layoutgen.runtime.launch import KernelLauncher, KernelSpec, LaunchError, LayoutSpec, ParamSpec
+from tests.test_launch_validation import FWD
 
 B, K = 4, 8
 BASE = 0x7F00_0000_0000
@@ -47,7 +48,7 @@ def fwd(monkeypatch: pytest.MonkeyPatch) -> tuple[KernelLauncher, list[tuple[Any
     """A fresh fwd launcher with the GPU faked; returns it, the launches, and a count of full binds."""
     import cupy
 
-    k = KernelLauncher(vsn._variable_selection_fwd.spec, vsn._variable_selection_fwd.folder, "vsn.cuh")
+    k = KernelLauncher(FWD.spec, FWD.folder, "vsn.cuh")
     launched: list[tuple[Any, ...]] = []
     binds: list[int] = []
     real_bind = k.bind
@@ -58,7 +59,7 @@ def fwd(monkeypatch: pytest.MonkeyPatch) -> tuple[KernelLauncher, list[tuple[Any
 
     monkeypatch.setattr(k, "bind", counting_bind)
     monkeypatch.setattr(k, "function", lambda device, arch: lambda *a: launched.append(a))
-    monkeypatch.setattr(launch, "current_device", lambda: 0)
+    monkeypatch.setattr(launch, "find_device", lambda: 0)
     monkeypatch.setattr(launch, "device_arch", lambda device: "sm_90")
     monkeypatch.setitem(launch._FAST_READERS, Fast, _read)
     return k, launched, binds
@@ -109,3 +110,32 @@ def test_an_empty_batch_launches_nothing(fwd) -> None:  # type: ignore[no-untype
     k, launched, binds = fwd
     k(*args(nb=0))
     assert launched == [] and len(binds) == 1
+
+
+def test_outputs_that_share_memory_are_refused_on_the_hot_path(fwd) -> None:  # type: ignore[no-untyped-def]
+    k, launched, binds = fwd
+    good = args()
+    for _ in range(2):  # the second call finds the same pointers disjoint already
+        k(*good)
+    for y_at in (good[3].ptr, good[3].ptr + 160):  # y over gates; y one row into gates
+        shifted = args()
+        shifted[4] = Fast((B, K, 40), y_at)
+        with pytest.raises(LaunchError) as info:
+            k(*shifted)
+        assert info.value.code == "LG614" and "`variable_selection_fwd.gates`" in str(info.value)
+    assert len(launched) == 2 and len(binds) == 1  # one plan: refused on the hot path
+
+
+def test_disjoint_fields_of_one_array_stay_accepted_on_the_hot_path(fwd) -> None:  # type: ignore[no-untyped-def]
+    _, launched, _ = fwd
+    row = LayoutSpec("Row", ("N",), 8, "f32", 4)
+    spec = KernelSpec("pair", "pair.cu", (ParamSpec("lo", "inout", row, "Row.lo", 4, cols=(0, 4)),
+                                          ParamSpec("hi", "inout", row, "Row.hi", 4, cols=(4, 8))),
+                      symbols=("N",), grid_param=0, per_row=1, block=64)
+    k = KernelLauncher(spec, FWD.folder, "vsn.cuh")
+    k.function = lambda device, arch: lambda *a: launched.append(a)  # type: ignore[method-assign]
+    for ptr in (BASE, BASE + 0x1000, BASE):
+        k(Fast((5, 8), ptr), Fast((5, 8), ptr))
+    with pytest.raises(LaunchError) as info:
+        k(Fast((5, 8), BASE), Fast((5, 8), BASE + 16))  # not one array: hi's columns meet lo's of the next row
+    assert info.value.code == "LG614" and len(launched) == 3

@@ -24,8 +24,24 @@ from layoutgen.schema.diagnostics import CODES, LayoutgenError
 
 B, K = 4, 8
 BASE = 0x7F00_0000_0000  # 256-byte aligned, like every CUDA allocation
-FWD = vsn._variable_selection_fwd
-BWD = vsn._variable_selection_bwd
+
+
+def launcher_of(module: Any, kernel: str) -> KernelLauncher:
+    """A generated module's launcher of ``kernel``, whatever private name the module gives it."""
+    (found,) = [v for v in vars(module).values() if isinstance(v, KernelLauncher) and v.spec.name == kernel]
+    return found
+
+
+def runner_of(module: Any, program: str) -> Any:
+    """A generated module's runner of ``program``."""
+    from layoutgen.runtime.program import ProgramRunner
+
+    (found,) = [v for v in vars(module).values() if isinstance(v, ProgramRunner) and v.spec.name == program]
+    return found
+
+
+FWD = launcher_of(vsn, "variable_selection_fwd")
+BWD = launcher_of(vsn, "variable_selection_bwd")
 ITEMSIZE = {"<f4": 4, "<f8": 8, "<f2": 2, "<i4": 4, "<V2": 2, "<u2": 2, "<i2": 2}
 NAMES = {"<f4": "f32", "<f8": "f64", "<f2": "f16", "<i4": "i32", "<V2": "bf16", "<u2": "u16", "<i2": "i16"}  # layoutgen's names, as messages spell them
 
@@ -45,6 +61,16 @@ class Dev:
         shape, strides, size = cai["shape"], cai["strides"], ITEMSIZE[cai["typestr"]]
         elements = tuple(np.empty(shape, np.uint8).strides) if strides is None else tuple(s // size for s in strides)
         return f"shape [{', '.join(map(str, shape))}], strides {elements} (elements), {NAMES[cai['typestr']]}"
+
+
+class ProtocolStream:
+    """A stream through the CUDA stream protocol: ``__cuda_stream__()`` is (0, its CUstream)."""
+
+    def __init__(self, handle: int) -> None:
+        self.handle = handle
+
+    def __cuda_stream__(self) -> tuple[int, int]:
+        return (0, self.handle)
 
 
 def packed(shape: tuple[int, ...], itemsize: int = 4) -> tuple[int, ...]:
@@ -109,7 +135,7 @@ def test_a_launch_on_another_device_binds_arrays_on_that_device() -> None:
 
 def test_grid_counts_rows_or_threads_per_row_of_the_grid_parameter() -> None:
     window, ctx = Dev((B, K, 56)), Dev((B, 16))
-    bcast = vsn._context_broadcast
+    bcast = launcher_of(vsn, "context_broadcast")
     pointers, bound = bcast.bind((ctx, window), device=0)
     assert bound == {"B": B, "K": K}
     assert bcast.spec.params[bcast.spec.grid_param].name == "dst"
@@ -249,6 +275,7 @@ def fake_cuda_tensor(dtype: str, shape: tuple[int, ...] = (4, 8)) -> Any:
     t.is_cuda, t.dtype, t.shape, t.device = True, FakeTorchDtype(dtype), shape, SimpleNamespace(index=0)
     t.data_ptr = lambda: BASE
     t.stride = lambda: tuple(s // 2 for s in packed(shape, 2))
+    t.is_neg = t.is_conj = lambda: False
     return t
 
 
@@ -292,7 +319,7 @@ def test_a_launch_the_driver_refuses_is_a_launch_error() -> None:
         _values=(ctypes.c_uint64 * 1)(), _address=0, _streams={}, _stream_type=int, _lock=threading.Lock(),
     )
     with pytest.raises(LaunchError) as info:
-        packed_launch(1, 32, [0], 0)
+        packed_launch(1, 32, [0], ProtocolStream(0))
     assert info.value.code == "LG609" and "cuLaunchKernel of `fwd` failed: 'CUDA_ERROR_INVALID_VALUE'" in str(info.value)
 
     import cupy
@@ -304,9 +331,8 @@ def test_a_launch_the_driver_refuses_is_a_launch_error() -> None:
     def refuse(*args: Any, **kwargs: Any) -> None:
         raise Refused()
 
-    stream = type("Stream", (), {"__module__": "cupy.cuda.stream"})()
     with pytest.raises(LaunchError) as info:
-        CupyLaunch(refuse, "fwd")(1, 32, [0], stream)
+        CupyLaunch(refuse, "fwd")(1, 32, [0], cupy.cuda.Stream.null)
     assert info.value.code == "LG609" and "CUDA_ERROR_INVALID_VALUE" in str(info.value)
 
 
@@ -334,7 +360,7 @@ def test_the_first_argument_binds_the_symbols() -> None:
 
 
 def test_symbols_across_layouts_of_different_rank() -> None:
-    bcast = vsn._context_broadcast
+    bcast = launcher_of(vsn, "context_broadcast")
     ctx = Dev((B + 1, 16))
     text = refused("LG603", bcast, (ctx, Dev((B, K, 56))), "dst")
     assert "`B` = 4, but `B` = 5" in text
@@ -460,6 +486,11 @@ def test_cpu_torch_tensor_is_refused() -> None:
         is_cuda = False
         device = "cpu"
 
+        def is_neg(self) -> bool:
+            return False
+
+        is_conj = is_neg
+
     text = refused("LG608", FWD, fwd_args(b=Tensor()), "b")
     assert "torch tensor on cpu is not on a CUDA device" in text
 
@@ -580,9 +611,11 @@ def no_gpu_launch(monkeypatch: pytest.MonkeyPatch) -> list[tuple[Any, ...]]:
     def kernel(blocks: int, block: int, values: tuple[int, ...], stream: Any) -> None:
         launched.append((blocks, block, values, stream))
 
-    monkeypatch.setattr(launch, "current_device", lambda: 0)
+    monkeypatch.setattr(launch, "find_device", lambda: 0)
     monkeypatch.setattr(launch, "device_arch", lambda device: "sm_90")
-    monkeypatch.setattr(FWD, "function", lambda device, arch: kernel)
+    # On the class: an instance attribute would outlive the test (monkeypatch restores the bound method
+    # onto the instance), and on a GPU machine later tests would launch the real kernel on fake pointers.
+    monkeypatch.setattr(KernelLauncher, "function", lambda self, device, arch: kernel)
     return launched
 
 
@@ -595,7 +628,7 @@ def test_the_generated_function_refuses_before_launching(no_gpu_launch: list[tup
 
 
 def test_the_generated_function_launches_what_bind_checked(no_gpu_launch: list[tuple[Any, ...]]) -> None:
-    stream = object()
+    stream = ProtocolStream(0x5000)
     x, w, b, gates, y = fwd_args()
     vsn.variable_selection_fwd(vsn.Window.wrap(x), w, b, gates, vsn.Features.wrap(y), stream=stream)
     (grid, block, args, used), = no_gpu_launch

@@ -8,11 +8,16 @@ comments, strings, Jinja tags, ``#pragma`` lines and unrelated numbers are not.
 
 from __future__ import annotations
 
+import tempfile
 from pathlib import Path
+from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from layoutgen import Field, Layout, Site, dims, f32
+from layoutgen.schema.diagnostics import Diagnostic
 from layoutgen.checks.lint import lint_template
 from layoutgen.declare.kernels import In, Kernel, Out
 
@@ -50,16 +55,19 @@ def test_literal_stride_and_offset_are_reported_at_the_templates_line() -> None:
         ("LG401", Site(str(template), write), "40"),
         ("LG401", Site(str(template), packed), "40"),
     ]
+    # Each literal is read against the view it indexes: `x_ptr` came from `x`, line 4 indexes `dst`.
+    assert [(d.message.split(" equals ")[1], d.hint) for d in diags] == [
+        ("the row stride of `x` (Window.snap)", "rows of `x` are 56 elements apart: index with `x.at(row, f)`"),
+        ("the row stride of `dst` (Window.context)",
+         "rows of `dst` are 56 elements apart: index with `dst.at(idx, 0)`"),
+        ("the offset of `dst` (Window.context)",
+         "the accessors of `dst` add its offset (40) themselves: index with `dst.at(r, c)`"),
+        ("the width of `x` (Window.snap)", "rows of `x` are 56 elements apart: index with `x.at(row, f)`"),
+    ]
     assert diags[0].message == (
-        "literal 56 in index arithmetic of kernel `stride_literal` equals the row stride of `x` (Window.snap); "
-        "use `x.row(r)` or `x.at(r, c)`; and the row stride of `dst` (Window.context); use `dst.row(r)` or "
-        "`dst.at(r, c)`"
+        "literal 56 in index arithmetic of kernel `stride_literal` equals the row stride of `x` (Window.snap)"
     )
-    assert diags[2].message == (
-        "literal 40 in index arithmetic of kernel `stride_literal` equals the width of `x` (Window.snap); "
-        "use `x.width`; and the offset of `dst` (Window.context) in its rows; use `dst.at(r, c)`"
-    )
-    assert diags[0].hint == "index through the generated view so the stride follows the layout"
+    assert not any("width`" in d.message + (d.hint or "") for d in diags)  # never `x.width` as a multiplier
     assert all(d.severity.value == "error" for d in diags)
 
 
@@ -68,7 +76,9 @@ def test_a_literal_is_only_reported_when_it_means_something_for_this_binding() -
     binding = stride_literal.bind(name="packed", x=Features, dst=Features)
     diags = lint_template(binding, stride_literal.template_path)
     assert [d.message.split(" ")[1] for d in diags] == ["40", "40"]
-    assert "the row stride of `x` (Features)" in diags[0].message
+    assert diags[0].message.endswith("equals the row stride and the width of `dst` (Features)")
+    assert diags[1].message.endswith("equals the row stride and the width of `x` (Features)")
+    assert diags[1].hint == "rows of `x` are 40 elements apart: index with `x.at(row, f)`"
 
 
 def test_comments_strings_jinja_pragmas_and_unrelated_numbers_are_not_reported() -> None:
@@ -227,4 +237,264 @@ def test_the_width_of_a_view_counted_in_d_points_at_the_kernels_symbol(tmp_path:
     template = tmp_path / "rope_literal.cu.j2"
     template.write_text("    q(0, 0, 0, 0) = q.at(row, 32 * 4);\n")
     (diag,) = lint_template(rope.bind(q=QKV.q, k=QKV.k, pos=Positions), template)
-    assert diag.code == "LG401" and "equals the width of `q` (QKV.q); use the kernel's `Hq`" in diag.message
+    assert diag.code == "LG401"
+    assert diag.message == ("literal 32 in index arithmetic of kernel `rope` equals the width of `q` (QKV.q) "
+                            "in columns of `D` elements")
+    assert diag.hint == "rows of `q` are D*48 elements apart: index with `q(b, s, hq, d)`"
+
+
+# -- only index arithmetic that addresses a view's memory ----------------------------------
+
+Pose = Layout("Pose", [B, K], f32, [Field("pos", 4), Field("twist", 6)])  # twist: offset 4, width 6, rows 10 apart
+Moments = Layout("Moments", [B, K], f32, width=2)  # rows 2 apart
+Record = Layout("Record", [B, K], f32, [Field("a", 8), Field("b", 24)])  # a: 8 wide; rows 32 apart
+T, M = dims("T M")
+
+
+def lint(tmp_path: Path, body: str, **views: Any) -> list[Diagnostic]:
+    """LG401/LG403 of ``body`` (a template's text) for a kernel with one parameter per view, `dst` an output."""
+    template = tmp_path / "t.cu.j2"
+    template.write_text(body)
+    params = [Out(n, [B, K, C]) if n == "dst" else In(n, [B, K, F]) for n in views]
+    k = Kernel("forms", str(template), params)
+    return lint_template(k.bind(**views), template)
+
+
+def test_an_array_size_is_not_index_arithmetic(tmp_path: Path) -> None:
+    body = "    __shared__ float scratch[2];\n    float acc[40];\n    scratch[0] = mean.at(row, 0);\n"
+    assert lint(tmp_path, body, mean=Moments, x=Window.snap) == []
+
+
+def test_a_literal_column_of_a_row_is_not_an_offset(tmp_path: Path) -> None:
+    # 4 is the offset of `twist` in its rows, and here a column of the row (twist is 6 wide).
+    assert lint(tmp_path, "    dst.at(row, 0) = twist.row(row)[4] + twist.at(row, 4);\n",
+                twist=Pose.twist, dst=Window.context) == []
+
+
+def test_arithmetic_that_indexes_no_view_is_not_reported(tmp_path: Path) -> None:
+    body = ("    dst.at(row, 0) = acc / (8 * 32 * 5);\n"
+            "    const int lanes = 8 * row + 32;\n"
+            "    __shared__ float tile[64];\n"
+            "    float* mine = tile + 32 * lanes;\n"
+            "    mine[8 * lanes] = x.at(row, 0);\n")
+    assert lint(tmp_path, body, x=Record.a, dst=Record.b) == []
+
+
+def test_a_literal_that_means_something_only_for_another_view_is_not_reported(tmp_path: Path) -> None:
+    # 16 is the width of `dst`, not a fact of `x`, whose row is indexed here.
+    body = "    dst.at(row, 0) = x.at(row, 16 * i + j) + x.row(row)[16 + j];\n"
+    assert lint(tmp_path, body, x=Window.snap, dst=Window.context) == []
+
+
+def test_each_cause_is_reported_once_per_line(tmp_path: Path) -> None:
+    body = "    dst.at(row, 0) = x.row(0)[row * 56] + x.row(0)[row * 56 + 1] + dst.row(0)[row * 56];\n"
+    diags = lint(tmp_path, body, x=Window.snap, dst=Window.context)
+    assert [(d.code, d.message) for d in diags] == [
+        ("LG401", "literal 56 in index arithmetic of kernel `forms` equals the row stride of `x` (Window.snap)"),
+        ("LG401", "literal 56 in index arithmetic of kernel `forms` equals the row stride of `dst` (Window.context)"),
+    ]
+
+
+def test_a_literal_row_multiplier_says_how_far_apart_the_rows_are(tmp_path: Path) -> None:
+    (diag,) = lint(tmp_path, "    dst.at(row, 0) = x.row(0)[row * 40 + f];\n", x=Window.snap, dst=Window.context)
+    assert diag.message == "literal 40 in index arithmetic of kernel `forms` equals the width of `x` (Window.snap)"
+    assert diag.hint == "rows of `x` are 56 elements apart: index with `x.at(row, f)`"
+
+
+@pytest.mark.parametrize(("body", "message", "hint"), [
+    ("    const float* p = x.row(0) + 40 * r;\n",
+     "equals the width of `x` (Window.snap)", "rows of `x` are 56 elements apart: index with `x.row(r)`"),
+    ("    const float v = *(x.row(0) + row * 56 + f);\n",
+     "equals the row stride of `x` (Window.snap)", "rows of `x` are 56 elements apart: index with `&x.at(row, f)`"),
+    ("    const float v = x.at(r * 40 + c, 0);\n",
+     "equals the width of `x` (Window.snap)", "rows of `x` are 56 elements apart: index with `x.at(r, c)`"),
+    ("    const float v = x.at(0, r * 40 + c);\n",
+     "equals the width of `x` (Window.snap)", "rows of `x` are 56 elements apart: index with `x.at(r, c)`"),
+    ("    const float* ptr = x.row(0);\n    const float v = ptr[r * 56 + c];\n",
+     "equals the row stride of `x` (Window.snap)", "rows of `x` are 56 elements apart: index with `x.at(r, c)`"),
+    ("    auto* ptr = &x.at(0, 0);\n    ptr += r * 40;\n",
+     "equals the width of `x` (Window.snap)", "rows of `x` are 56 elements apart: index with `x.row(r)`"),
+    ("    dst.row(row)[c + 40] = 0.0f;\n",
+     "equals the offset of `dst` (Window.context)",
+     "the accessors of `dst` add its offset (40) themselves: index with `dst.at(r, c)`"),
+    ("    const float v = reinterpret_cast<const float4*>(x.row(0) + row * 56)->x;\n",
+     "equals the row stride of `x` (Window.snap)", "rows of `x` are 56 elements apart: index with `x.row(row)`"),
+])
+def test_literals_in_arithmetic_that_addresses_a_view(tmp_path: Path, body: str, message: str, hint: str) -> None:
+    diags = lint(tmp_path, body, x=Window.snap, dst=Window.context)
+    assert [(d.code, d.message.split(" equals ")[1:], d.hint) for d in diags] == [
+        ("LG401", [message.removeprefix("equals ")], hint)]
+    assert diags[0].site == Site(str(tmp_path / "t.cu.j2"), body.count("\n"))
+
+
+def test_a_view_counted_in_d_gives_its_row_stride_in_elements(tmp_path: Path) -> None:
+    from examples.qkv.spec import QKV, Positions, rope
+
+    template = tmp_path / "rope_rows.cu.j2"
+    template.write_text("    const float v = q.row(0)[row * 32 + i];\n")
+    (diag,) = lint_template(rope.bind(q=QKV.q, k=QKV.k, pos=Positions), template)
+    assert diag.message == ("literal 32 in index arithmetic of kernel `rope` equals the width of `q` (QKV.q) "
+                            "in columns of `D` elements")
+    assert diag.hint == "rows of `q` are D*48 elements apart: index with `q(b, s, hq, d)`"
+
+
+# -- suppression comments: `// layoutgen: ignore[LG401]` -----------------------------------
+
+TWICE = "spec = Spec('lint', kernels=[k.bind(x=W.snap, dst=W.context), k.bind(name='packed', x=P, dst=P)])\n"
+
+
+def checked(tmp_path: Path, body: str, bindings: str | None = None) -> tuple[bool, list[tuple[str, int, str]]]:
+    """``body`` as `layoutgen check` processes it: (spec ok, [(code, line, message)] at the template)."""
+    from layoutgen.project.config import Config
+    from layoutgen.project.process import process_spec
+
+    (tmp_path / "t.cu.j2").write_text(body)
+    (tmp_path / "spec.py").write_text(
+        "from layoutgen import Field, Layout, dims, f32\n"
+        "from layoutgen.declare.kernels import In, Kernel, Out\n"
+        "from layoutgen.declare.spec import Spec\n"
+        "B, K, F, C = dims('B K F C')\n"
+        "W = Layout('Window', [B, K], f32, [Field('snap', 40), Field('context', 16)])\n"
+        "P = Layout('Packed', [B, K], f32, width=40)\n"
+        "k = Kernel('sneaky', 't.cu.j2', [In('x', [B, K, F]), Out('dst', [B, K, C])])\n"
+        + (bindings or "spec = Spec('lint', kernels=[k.bind(x=W.snap, dst=W.context)])\n")
+    )
+    result = process_spec(Config(tmp_path, specs=("spec.py",)), tmp_path / "spec.py")
+    return result.ok, [(d.code, d.site.line if d.site else 0, d.message) for d in result.diagnostics
+                       if d.site and d.site.path == str(tmp_path / "t.cu.j2")]
+
+
+def test_a_suppression_comment_silences_its_line_in_the_text_and_the_rendered_body(tmp_path: Path) -> None:
+    body = ("    dst.at(row, 0) = x.row(0)[row * 56];  // layoutgen: ignore[LG401]\n"
+            "    dst.at(row, 1) = x.row(0)[row * {{ 56 }}];  // layoutgen: ignore[LG401] a rendered stride\n"
+            "{% for i in range(2) %}\n"
+            "    dst.at(row, {{ i }}) = x.row(0)[row * 56 + {{ i }}] + lg_x[row];  //layoutgen: ignore\n"
+            "{% endfor %}\n"
+            "    dst.at(row, 2) = lg_x[row];  // layoutgen: ignore[LG403]\n")
+    assert checked(tmp_path, body) == (True, [])
+    # Without the comments, each line reports.
+    bare = "\n".join(line.split("  //")[0] for line in body.split("\n"))
+    assert sorted({(code, n) for code, n, _ in checked(tmp_path, bare)[1]}) == [
+        ("LG401", 1), ("LG401", 4), ("LG403", 4), ("LG403", 6)]
+
+
+def test_an_unused_suppression_is_lg404_at_its_line(tmp_path: Path) -> None:
+    body = ("    float a = x.at(row, 0);  // layoutgen: ignore[LG401]\n"
+            "    dst.at(row, 0) = x.row(0)[row * 56];  // layoutgen: ignore[LG401, LG403]\n"
+            "    dst.at(row, 1) = a;  // layoutgen: ignore  nothing here\n")
+    assert checked(tmp_path, body) == (True, [
+        ("LG404", 1, "`// layoutgen: ignore[LG401]` suppresses nothing: no LG401 is reported on this line"),
+        ("LG404", 2, "`LG403` of `// layoutgen: ignore[LG401, LG403]` suppresses nothing: no LG403 is reported on "
+                     "this line"),
+        ("LG404", 3, "`// layoutgen: ignore  nothing here` suppresses nothing: no diagnostic is reported on this "
+                     "line"),
+    ])
+
+
+def test_a_suppression_used_by_one_binding_of_a_template_is_used(tmp_path: Path) -> None:
+    # Bound to `Packed` (rows 40 apart) the 56 is nothing; bound to `Window` it is the row stride.
+    assert checked(tmp_path, "    dst.at(row, 0) = x.row(0)[row * 56];  // layoutgen: ignore[LG401]\n",
+                   TWICE) == (True, [])
+
+
+def test_a_comment_that_cannot_suppress_is_lg404(tmp_path: Path) -> None:
+    from layoutgen.project.config import Config
+    from layoutgen.project.process import process_spec
+
+    body = ("    float a = x.at(row, 0);  // layoutgen: ignroe[LG401]\n"
+            "    float b = x.at(row, 1);  // layoutgen: ignore[LG201, LG999, nope]\n"
+            "    dst.at(row, 0) = a + b;  // layoutgen: ignore[]\n")
+    ok, found = checked(tmp_path, body)
+    assert ok and found == [
+        ("LG404", 1, "`// layoutgen: ignroe[LG401]` is not a suppression comment"),
+        ("LG404", 2, "`LG201` of `// layoutgen: ignore[LG201, LG999, nope]` cannot be suppressed: LG201 "
+                     "(not-contiguous) is an error that stops generation"),
+        ("LG404", 2, "`LG999` of `// layoutgen: ignore[LG201, LG999, nope]` is not a diagnostic code"),
+        ("LG404", 2, "`nope` of `// layoutgen: ignore[LG201, LG999, nope]` is not a diagnostic code"),
+        ("LG404", 3, "`// layoutgen: ignore[]` names no code"),
+    ]
+    hints = [d.hint for d in process_spec(Config(tmp_path, specs=("spec.py",)), tmp_path / "spec.py").diagnostics]
+    assert hints[0] == ("write `// layoutgen: ignore[LG401]` (codes separated by commas) or `// layoutgen: ignore` "
+                        "(every code)")
+    assert hints[1] == "fix what it reports; a comment suppresses what the lint reports on its line: LG401, LG403"
+
+
+@pytest.mark.parametrize("body", [
+    "    dst.at(row, 0) = x.row(0)[row * 56]; {# // layoutgen: ignore[LG401] #}\n",  # gone once rendered
+    "    dst.at(row, 0) = x.row(0)[row * 56]; /* layoutgen: ignore[LG401] */\n",
+    '    dst.at(row, 0) = x.row(0)[row * 56]; printf("// layoutgen: ignore");\n',
+    "    // layoutgen: ignore[LG401]\n    dst.at(row, 0) = x.row(0)[row * 56];\n",  # the line above
+])
+def test_only_a_comment_on_the_line_itself_suppresses(tmp_path: Path, body: str) -> None:
+    ok, found = checked(tmp_path, body)
+    assert not ok and [(code, n) for code, n, _ in found] == [("LG401", body.count("\n"))]
+
+
+# -- the class, not only the instances ------------------------------------------------------
+
+VIEWS = [Window.snap, Window.context, Features.view, Pose.twist, Record.a, Record.b, Moments.view]
+SETTINGS = settings(max_examples=60, deadline=None)
+
+
+def lint_text(body: str, x: Any) -> list[Diagnostic]:
+    with tempfile.TemporaryDirectory() as folder:
+        return lint(Path(folder), body, x=x, dst=Features)
+
+
+@st.composite
+def row_multipliers(draw: st.DrawFn) -> tuple[Any, int, str, str]:
+    """A view, a literal that is its row stride or width, a spelling of rows that far apart, the accessor."""
+    view = draw(st.sampled_from([v for v in VIEWS if max(v.row_stride, v.width) > 1]))
+    literal = draw(st.sampled_from([n for n in (view.row_stride, view.width) if n > 1]))
+    product = draw(st.sampled_from([f"r * {literal}", f"{literal} * r"]))
+    spelled = draw(st.sampled_from([
+        (f"    const float v = x.row(0)[{product} + c];\n", "x.at(r, c)"),
+        (f"    const float v = x.row(0)[{product}];\n", "x.at(r, 0)"),
+        (f"    const float* p = &x.at(0, 0);\n    const float v = p[c + {product}];\n", "x.at(r, c)"),
+        (f"    const float* p = x.row(0) + {product};\n", "x.row(r)"),
+        (f"    auto p = x.row(0);\n    p += {product};\n", "x.row(r)"),
+        (f"    const float v = x[{product} + c];\n", "x.at(r, c)"),
+        (f"    const float v = *(x.row(0) + ({product}) + c);\n", "&x.at(r, c)"),
+    ]))
+    return view, literal, *spelled
+
+
+@SETTINGS
+@given(case=row_multipliers())
+def test_every_spelling_of_a_literal_row_stride_is_reported_with_the_real_one(case: tuple[Any, int, str, str]) -> None:
+    view, literal, body, accessor = case
+    (diag,) = lint_text(body, view)
+    assert diag.code == "LG401" and diag.site is not None and diag.site.line == body.count("\n")
+    assert diag.message.startswith(f"literal {literal} in index arithmetic of kernel `forms` equals the ")
+    assert diag.message.endswith(f"of `x` ({view.name})")
+    assert diag.hint == f"rows of `x` are {view.row_stride} elements apart: index with `{accessor}`"
+
+
+def expressions() -> st.SearchStrategy[str]:
+    facts = sorted({n for v in VIEWS for n in (v.row_stride, v.width, v.offset)} | {2, 3, 8})
+    leaves = st.one_of(st.sampled_from([str(n) for n in facts]), st.sampled_from(["i", "j", "row", "acc", "K"]))
+    return st.recursive(leaves, lambda inner: st.one_of(
+        st.tuples(inner, st.sampled_from([" + ", " * ", " - ", " / ", " % "]), inner).map("".join),
+        inner.map(lambda e: f"({e})"),
+    ), max_leaves=6)
+
+
+@SETTINGS
+@given(view=st.sampled_from(VIEWS), size=st.sampled_from(["2", "8", "40", "56", "16 * 8"]),
+       a=expressions(), b=expressions())
+def test_arithmetic_outside_an_index_into_a_view_is_never_reported(view: Any, size: str, a: str, b: str) -> None:
+    body = (f"    __shared__ float tile[{size}];\n"
+            f"    float acc = {a};\n"
+            f"    tile[{a}] = {b};\n"
+            f"    float* mine = tile + {a};\n"
+            f"    mine[{b}] = acc / ({b});\n"
+            f"    for (int i = 0; i < {a}; i += {b}) acc += i * {b};\n"
+            f"    dst.at(row, 0) = x.at(row, 0) * ({a}) + {b};\n")
+    assert lint_text(body, view) == []
+
+
+@SETTINGS
+@given(line=st.text(alphabet="xpr0145()[]{}<>*+-/&.,;=:?#\"' \n_lgatowdefin", max_size=80))
+def test_the_lint_reads_any_text_without_failing(line: str) -> None:
+    for diag in lint_text(line, Window.snap):
+        assert diag.code in ("LG401", "LG403") and diag.site is not None

@@ -182,14 +182,21 @@ def test_line_directives_map_every_error_to_the_template() -> None:
     with pytest.raises(CompileError) as info:
         compile_cubin(CompileRequest(src, "generated/foo.cu"))
     err = info.value
+    # Each keeps the source line and its caret; the warning after them, and what it says, is left out.
     assert [(d.code, d.site, d.message) for d in err.diagnostics] == [
-        ("LG501", Site("tpl/foo.cu.j2", 7), 'expected a ";"'),
-        ("LG501", Site("tpl/foo.cu.j2", 8), 'identifier "retrun" is undefined'),
-        ("LG501", Site("tpl/foo.cu.j2", 8), 'expected a ";"'),
+        ("LG501", Site("tpl/foo.cu.j2", 7), 'expected a ";"\n'
+                                            "    __device__ int g() { return 1 }\n"
+                                            "                                  ^"),
+        ("LG501", Site("tpl/foo.cu.j2", 8), 'identifier "retrun" is undefined\n'
+                                            "    __device__ int h() { retrun 2; }\n"
+                                            "                         ^"),
+        ("LG501", Site("tpl/foo.cu.j2", 8), 'expected a ";"\n'
+                                            "    __device__ int h() { retrun 2; }\n"
+                                            "                                ^"),
     ]
     assert err.diagnostic == err.diagnostics[0]
     assert err.code == "LG501" and err.site == Site("tpl/foo.cu.j2", 7)
-    assert str(err).splitlines() == [
+    assert str(err).splitlines()[::3] == [
         'tpl/foo.cu.j2:7: error[LG501]: expected a ";"',
         'tpl/foo.cu.j2:8: error[LG501]: identifier "retrun" is undefined',
         'tpl/foo.cu.j2:8: error[LG501]: expected a ";"',
@@ -203,7 +210,9 @@ def test_errors_without_line_directives_name_the_request() -> None:
         compile_cubin(CompileRequest("__global__ void k() { nope(); }\n", "generated/k.cu"))
     (diag,) = info.value.diagnostics
     assert diag.site == Site("generated/k.cu", 1)
-    assert diag.message == 'identifier "nope" is undefined'
+    assert diag.message == ('identifier "nope" is undefined\n'
+                            "    __global__ void k() { nope(); }\n"
+                            "                          ^")
 
 
 def test_errors_in_a_header_point_at_its_template() -> None:
@@ -227,7 +236,9 @@ def test_missing_header_has_a_hint() -> None:
         compile_cubin(CompileRequest("#include <no_such_header.h>\n", "generated/k.cu"))
     (diag,) = info.value.diagnostics
     assert diag.site == Site("generated/k.cu", 1)
-    assert diag.message == 'cannot open source file "no_such_header.h"'
+    assert diag.message == ('cannot open source file "no_such_header.h"\n'
+                            "    #include <no_such_header.h>\n"
+                            "                               ^")
     assert diag.hint is not None and paths.CUDA_INCLUDE_ENV in diag.hint
 
 
@@ -249,6 +260,37 @@ def test_parse_errors_skips_warnings_and_excerpts() -> None:
     assert [(d.site, d.message) for d in parse_errors(log)] == [
         (Site("a/b (1).cu.j2", 13), "expected an expression"),
         (None, 'expected a ";" (at the end of a source)'),
+    ]
+
+
+def test_parse_log_keeps_each_errors_lines_and_nothing_of_warnings_or_ptxas_info() -> None:
+    from layoutgen.runtime.nvrtc import LogError, parse_log
+
+    log = (
+        "views.cuh(80): error: static assertion failed with \"narrow\"\n"
+        "      static_assert(N <= 4, \"narrow\");\n"
+        "      ^\n"
+        "          detected during:\n"
+        "            instantiation of \"f<8>\" at line 12 of views.cuh\n"
+        "            instantiation of \"g<8>\" at line 4 of k.cu.j2\n"
+        "k.cu.j2(5): warning #177-D: variable \"x\" was declared but never referenced\n"
+        "      int x;\n"
+        "ptxas error   : Entry function 'k' uses too much shared data (0x13880 bytes, 0xc000 max)\n"
+        "ptxas info    : Used 10 registers\n"
+    )
+    assert parse_log(log) == (
+        LogError(Site("views.cuh", 80), 'static assertion failed with "narrow"', (
+            '      static_assert(N <= 4, "narrow");', "      ^", "          detected during:",
+            '            instantiation of "f<8>" at line 12 of views.cuh',
+            '            instantiation of "g<8>" at line 4 of k.cu.j2',
+        )),
+        LogError(None, "ptxas: Entry function 'k' uses too much shared data (0x13880 bytes, 0xc000 max)"),
+    )
+    first = parse_log(log)[0]
+    assert first.instantiated_at == (Site("views.cuh", 12), Site("k.cu.j2", 4))  # the user's call last
+    assert first.text({"views.cuh": "generated/s/views.cuh"}, "in generated/s/views.cuh:80").splitlines()[::4] == [
+        'static assertion failed with "narrow" (in generated/s/views.cuh:80)',
+        '              instantiation of "f<8>" at line 12 of generated/s/views.cuh',
     ]
 
 

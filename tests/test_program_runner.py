@@ -40,7 +40,7 @@ def launches(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, int, int, list[
         return lambda blocks, block, values, stream: made.append((self.spec.name, blocks, block, list(values)))
 
     monkeypatch.setattr(KernelLauncher, "function", function)
-    monkeypatch.setattr(runtime_program, "current_device", lambda: 0)
+    monkeypatch.setattr(runtime_program, "find_device", lambda: 0)
     monkeypatch.setattr(runtime_program, "device_arch", lambda device: "sm_90")
     return made
 

@@ -16,6 +16,7 @@ from layoutgen.project.report import (
     render,
     summary_line,
 )
+from layoutgen.project.selection import Selection
 from layoutgen.schema.diagnostics import Diagnostic, Severity, Site
 
 MESSAGE = (
@@ -189,3 +190,43 @@ def test_render_unknown_format() -> None:
     with pytest.raises(ValueError) as caught:
         render([], "xml")
     assert str(caught.value) == "`fmt` must be one of text, json, github, got 'xml'"
+
+
+# -- select, ignore, warnings as errors ---------------------------------------------------
+
+
+def selection_diags() -> list[Diagnostic]:
+    return [
+        Diagnostic("LG201", MESSAGE, hint=HINT),
+        Diagnostic("LG303", "nothing reads `y`"),
+        Diagnostic("LG401", "literal 40 in index arithmetic of kernel `k` equals the width of `x` (Window.snap)"),
+        Diagnostic("LG404", "`// layoutgen: ignore` suppresses nothing: no diagnostic is reported on this line"),
+        Diagnostic("LG505", "scale: 32 registers"),
+    ]
+
+
+@pytest.mark.parametrize(("select", "ignore", "reported"), [
+    ((), (), ["LG201", "LG303", "LG401", "LG404", "LG505"]),
+    (("LG4",), (), ["LG201", "LG401", "LG404"]),  # LG201 cannot be turned off: always reported
+    (("LG4",), ("LG404",), ["LG201", "LG401"]),  # ignore wins over select
+    ((), ("LG3", "LG505"), ["LG201", "LG401", "LG404"]),
+    ((), ("LG",), ["LG201"]),  # a prefix of errors too ignores only what can be ignored
+    (("LG40",), ("LG401",), ["LG201", "LG404"]),
+])
+def test_select_and_ignore_turn_off_only_what_can_be_turned_off(select: tuple[str, ...], ignore: tuple[str, ...],
+                                                                reported: list[str]) -> None:
+    assert [d.code for d in Selection(select, ignore).apply(selection_diags())] == reported
+
+
+def test_warnings_as_errors_count_and_print_as_errors() -> None:
+    selected = Selection(warnings_as_errors=True).apply(selection_diags())
+    assert [d.severity.value for d in selected] == ["error", "error", "error", "error", "note"]
+    assert counts(selected) == (4, 0)
+    assert summary_line(*counts(selected), 1) == "Found 4 errors in 1 spec."
+    assert format_text(selected[1:2]) == "error[LG303]: nothing reads `y`\n"
+    assert json.loads(format_json(selected[1:2]))["diagnostics"][0]["severity"] == "error"
+    assert format_github(selected[1:2]) == "::error title=LG303 unread-output::nothing reads `y`\n"
+    # Without it, and on what is not a warning, the flag changes nothing.
+    assert counts(Selection().apply(selection_diags())) == (2, 2)
+    assert Diagnostic("LG505", "x", as_error=True).severity is Severity.NOTE
+    assert Selection(ignore=("LG303",), warnings_as_errors=True).apply(selection_diags()[1:2]) == []

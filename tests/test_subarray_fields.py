@@ -208,16 +208,16 @@ def test_qkv_bug_fails_layoutgen_check_with_the_padded_stride() -> None:
 def test_accessors_take_one_index_per_dim_with_the_unit_bound_at_launch() -> None:
     model = view_model(QKV.k, "spec.py:1")
     assert (model.width, model.row_stride, model.offset) == (8, 48, 32)  # columns of D elements
-    assert model.policies == ", lg::Scaled" and model.scale_init == ", {lg_D}"
+    assert model.policies == ", lg::Scaled" and model.scale_init == ", {lg_dim_D}"
     assert model.index_type == "long long" and model.symbols == ("B", "S", "D")
-    assert model.column_params == "int j0, int c" and model.column_expr == "static_cast<int>(j0 * D + c)"
+    assert model.column_params == "long long j0, long long c" and model.column_expr == "j0 * lg_dim_D + c"  # 64-bit: D*H can pass 2^31
     static = view_model(Mix.mix, "spec.py:1")
     assert static.policies == "" and static.column_expr == "j0 * 4 + c" and static.index_type == "long long"
     committed = (REPO / "generated" / "qkv" / "qkv.cuh").read_text()
-    assert "struct QKV_k : lg::Field<T, 8, 48, 32, 16, long long, lg::Scaled> {" in committed
-    assert "operator()(long long i0, long long i1, int j0, int c) const {" in committed
+    assert "struct QKV_k_view : lg::Field<T, 8, 48, 32, VectorBytes, long long, lg::Scaled> {" in committed
+    assert "operator()(long long i0, long long i1, long long j0, long long c) const {" in committed
     rope = (REPO / "generated" / "qkv" / "rope.cu").read_text()
-    assert "const qkv::QKV_k<float> k{ {lg_k, {lg_D}}, lg_B, lg_S, lg_D };" in rope
+    assert "const lg::views::qkv::QKV_k_view<float, 4> k{ {lg_arg_k, {lg_dim_D}}, lg_dim_B, lg_dim_S, lg_dim_D };" in rope
 
 
 # -- launch ----------------------------------------------------------------------
@@ -315,9 +315,9 @@ def test_a_grid_per_element_of_a_symbolic_row_is_counted_at_launch() -> None:
     import generated.qkv as qkv
 
     # rope: one thread per element of q, B*S rows of 32 heads of D; kv_split: per element of a cache row of D
-    assert qkv._rope.grid({"B": 2, "S": 3, "D": 64}) == 2 * 3 * 32 * 64
-    assert qkv._kv_split.grid({"B": 2, "S": 3, "D": 64}) == 2 * 8 * 3 * 64
-    assert "if (element >= q.rows() * 32 * lg_D) return;" in (REPO / "generated/qkv/rope.cu").read_text()
+    assert qkv._lg_kernel_rope.grid({"B": 2, "S": 3, "D": 64}) == 2 * 3 * 32 * 64
+    assert qkv._lg_kernel_kv_split.grid({"B": 2, "S": 3, "D": 64}) == 2 * 8 * 3 * 64
+    assert "if (element >= q.rows() * 32 * lg_dim_D) return;" in (REPO / "generated/qkv/rope.cu").read_text()
 
 
 def test_a_dim_derived_from_another_shape_is_refused() -> None:

@@ -18,6 +18,7 @@ from ..declare.program import Buffer, Launch, Program
 from ..declare.spec import same_view
 from ..schema import Layout, View
 from ..schema.diagnostics import Diagnostic
+from ..schema.dims import shape_text
 
 Interval = tuple[int, int]
 Box = tuple[Interval, ...]
@@ -111,6 +112,13 @@ def describe_box(box: Box, buffer: Buffer) -> str:
     return f"{where(box, layout)} of `{buffer.name}`" + (f" ({names[0]})" if names else f" ({layout.name})")
 
 
+def geometry(view: View) -> str:
+    """``[B, 16] f32, row stride 16, columns 0..8``: the layout's shape and the numbers a kernel's index
+    arithmetic is generated from (two layouts may agree on the columns and differ in the stride)."""
+    layout = view.layout
+    return f"{shape_text(layout.shape)} {view.dtype}, row stride {layout.row_elements}, columns {view.cols}"
+
+
 @dataclass(frozen=True)
 class _Write:
     order: int  # the launch's position in the program
@@ -131,11 +139,15 @@ def _layout_mismatches(program: Program) -> list[Diagnostic]:
         for arg in launch.args:
             bound = launch.binding.view(arg.param)
             if arg.buffer.layout is not bound.layout:
+                # What the buffer's own layout makes of the columns it gives: a whole buffer given to a
+                # binding carries the binding's view, which is no view of this buffer.
+                given = arg.view if arg.view.layout is arg.buffer.layout else arg.buffer.layout.view
                 out.append(Diagnostic(
-                    "LG304", f"{_who(launch, arg.param)} is bound to {bound.name}"
-                    + ("" if bound.is_whole else f" (layout {bound.layout.name})") + " but "
-                    f"program `{program.name}` gives it buffer `{arg.buffer.name}` of layout "
-                    f"{arg.buffer.layout.name}", launch.site,
+                    "LG304", f"{_who(launch, arg.param)} is bound to {bound.name} ("
+                    + ("" if bound.is_whole else f"layout {bound.layout.name} ") + f"{geometry(bound)}) but "
+                    f"program `{program.name}` gives it "
+                    + (f"buffer `{arg.buffer.name}`" if given.is_whole else f"`{arg.buffer.name}.{given.path}`")
+                    + f" of layout {arg.buffer.layout.name} ({geometry(given)})", launch.site,
                     hint=f"give it a buffer of layout {bound.layout.name}, or launch the kernel itself so that it "
                     f"is bound to the buffer's view",
                 ))

@@ -1,31 +1,29 @@
 """LG4xx: lint of kernel templates.
 
 The motivating bug was ``x + row * 40`` in a kernel reading rows 56 apart. A
-template that spells a width, stride or offset of a bound view as a literal
-in index arithmetic is reported with the accessor to use instead (LG401), and
-so is a body that reaches around the views through the kernel's raw ``lg_``
-names (LG403). Both are looked for twice: in the template's own text
-(:func:`lint_template`) and in the body as rendered into the generated kernel
-(:func:`lint_rendered`), which also sees what ``{{ }}`` expressions produced;
-either way at the template's line.
+literal that takes part in addressing a view's memory (a subscript of the view,
+of a row of it or of a pointer taken from it, pointer arithmetic on those, an
+accessor's argument: :mod:`.indexing`) and equals that view's width, row stride
+or offset is reported with how far apart its rows really are and the accessor to
+use instead (LG401); so is a body that reaches around the views through the
+kernel's raw ``lg_`` names (LG403). Both are looked for twice: in the template's
+own text (:func:`lint_template`) and in the body as rendered into the generated
+kernel (:func:`lint_rendered`), which also sees what ``{{ }}`` expressions
+produced; either way at the template's line, each cause once per line.
 """
 
 from __future__ import annotations
 
-import functools
 import re
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from ..declare.kernels import Binding
+from ..declare.kernels import Binding, Param
 from ..schema.diagnostics import Diagnostic, Site
+from ..schema.view import View
+from .cxx import scan
+from .indexing import ALONE, FACTOR, POINTER, ROW_ARGUMENT, SUBSCRIPT, TERM, IndexLiteral, index_literals
 
-# An integer literal next to `*` or `+`, or alone inside `[...]`: index math.
-_ARITH = re.compile(r"(?<![\w.])(\d+)(?![\w.])")
-# What is not C++ code, from its opening to its closing text: Jinja tags and
-# comments, C comments (which may span lines), string and character literals.
-_NOT_CODE = {"{{": "}}", "{%": "%}", "{#": "#}", "/*": "*/", "//": "\n", '"': '"', "'": "'"}
-# Rendered text has no Jinja left: `{{` there is C++ (`Vec{{1, 2}}`).
-_NOT_CPP = {o: c for o, c in _NOT_CODE.items() if o not in ("{{", "{%", "{#")}
 # Preprocessor lines whose numbers are not index math: `#pragma unroll 4`.
 _DIRECTIVE = re.compile(r"\s*#\s*(pragma|include|line|error|warning)\b")
 # A name reserved for generated code: the raw pointers and launch values behind the views.
@@ -34,66 +32,67 @@ _RESERVED = re.compile(r"(?<![\w])lg_\w+")
 _LINE = re.compile(r'\s*#\s*line\s+(\d+)\s+"([^"]*)"')
 
 
-@functools.lru_cache(maxsize=64)  # a template bound many times is scanned once
-def _code_lines(source: str, jinja: bool = True) -> tuple[str, ...]:
-    """``source`` split in lines, with everything but C++ code blanked (columns kept)."""
-    not_code = _NOT_CODE if jinja else _NOT_CPP
-    out: list[str] = []
-    closer: str | None = None
-    i = 0
-    while i < len(source):
-        ch = source[i]
-        if ch == "\n":
-            out.append(ch)
-            if closer in ("\n", '"', "'"):  # line comments and literals end with the line
-                closer = None
-            i += 1
-        elif closer is None:
-            opener = None if ch not in "{/\"'" else next((o for o in not_code if source.startswith(o, i)), None)
-            if opener is None:
-                out.append(ch)
-                i += 1
-            else:
-                closer = not_code[opener]
-                out.append(" " * len(opener))
-                i += len(opener)
-        elif closer in ('"', "'") and ch == "\\" and source[i + 1 : i + 2] not in ("", "\n"):
-            out.append("  ")  # an escape: the next character cannot close the literal
-            i += 2
-        elif closer != "\n" and source.startswith(closer, i):
-            out.append(" " * len(closer))
-            i += len(closer)
-            closer = None
+def _meanings(view: View, value: int, role: str, place: str, within_row: bool) -> list[str]:
+    """What ``value`` would wrongly stand for in an index into ``view``: "row stride", "width", "offset"."""
+    if value <= 1 or (role == TERM and place == ROW_ARGUMENT) or (role == ALONE and within_row):
+        return []  # 0 and 1 mean nothing; a row plus a number, or a column of a row, is no stride
+    facts = [("row stride", view.row_stride), ("width", view.width)]
+    if role != FACTOR:  # a multiple of an offset is no offset
+        facts.append(("offset", view.offset))
+    return [name for name, fact in facts if fact == value]
+
+
+def _column(literal: IndexLiteral, view: View) -> str:
+    """The index's other terms, as written, less those that are layout facts themselves."""
+    text = ""
+    kept = [(sign, part) for sign, part, value in literal.others
+            if value is None or not _meanings(view, value, TERM, literal.place, False)]
+    for n, (sign, part) in enumerate(kept):
+        text += (part if sign == "+" else f"-{part}") if n == 0 else f" {sign} {part}"
+    return text
+
+
+def _accessor(param: Param, literal: IndexLiteral, view: View) -> str:
+    """The accessor to write instead: with the body's own row and column where they can be read off."""
+    if not view.column_unit.is_static:  # columns count D elements: one index per axis says what is meant
+        return f"{param.name}({', '.join(str(d).lower() for d in param.shape)})"
+    if literal.role == FACTOR and literal.row and literal.base.origin and literal.place in (SUBSCRIPT, POINTER):
+        column = _column(literal, view)
+        if literal.place == POINTER:
+            return f"&{param.name}.at({literal.row}, {column})" if column else f"{param.name}.row({literal.row})"
+        return f"{param.name}.at({literal.row}, {column or '0'})"
+    return f"{param.name}.at(r, c)"
+
+
+def _literal_stride(binding: Binding, template: Path, line: int, literal: IndexLiteral) -> Diagnostic | None:
+    """LG401 for one literal of an index, or None when it stands for nothing of the view it indexes."""
+    if literal.base.view is None:  # a pointer the lint cannot trace: any view, but only as a row multiplier
+        candidates = binding.pairs if literal.role == FACTOR else []
+    else:
+        candidates = [(p, v) for p, v in binding.pairs if p.name == literal.base.view]
+    within_row = literal.base.row or literal.place != SUBSCRIPT
+    said: list[str] = []
+    hints: list[str] = []
+    for param, view in candidates:
+        names = _meanings(view, literal.value, literal.role, literal.place, within_row)
+        if not names:
+            continue
+        unit = "" if view.column_unit.is_static else f" in columns of `{view.column_unit}` elements"
+        said.append(f"the {' and the '.join(names)} of `{param.name}` ({view.name}){unit}")
+        accessor = _accessor(param, literal, view)
+        if names == ["offset"]:
+            hints.append(f"the accessors of `{param.name}` add its offset ({view.column_offset}) themselves: "
+                         f"index with `{accessor}`")
         else:
-            out.append(" ")
-            i += 1
-    return tuple("".join(out).split("\n"))
-
-
-def _is_index_arithmetic(line: str, start: int, end: int) -> bool:
-    before = line[:start].rstrip()
-    after = line[end:].lstrip()
-    return before.endswith(("*", "+", "[")) or after.startswith(("*", "+"))
-
-
-def _facts(binding: Binding) -> dict[int, list[str]]:
-    """Literal value -> what it would wrongly stand for, over every bound view."""
-    facts: dict[int, list[str]] = {}
-    for param, view in binding.pairs:
-        width_fix = f"use `{param.name}.width`"
-        if not view.column_unit.is_static:  # columns count D elements: the width is a count of blocks (heads)
-            inner = [str(d) for d in param.shape[len(view.leading_dims):-1]] or ["its dims"]
-            width_fix = f"use the kernel's {' * '.join(f'`{d}`' for d in inner)}"
-        items = [(view.row_stride, f"the row stride of `{param.name}` ({view.name}); use `{param.name}.row(r)`"
-                  f" or `{param.name}.at(r, c)`"),
-                 (view.width, f"the width of `{param.name}` ({view.name}); {width_fix}")]
-        if view.offset:
-            items.append((view.offset, f"the offset of `{param.name}` ({view.name}) in its rows; "
-                                       f"use `{param.name}.at(r, c)`"))
-        for value, meaning in items:
-            if value > 1 and meaning not in facts.setdefault(value, []):
-                facts[value].append(meaning)
-    return facts
+            hints.append(f"rows of `{param.name}` are {view.column_elements(view.row_stride)} elements apart: "
+                         f"index with `{accessor}`")
+    if not said:
+        return None
+    return Diagnostic(
+        "LG401",
+        f"literal {literal.value} in index arithmetic of kernel `{binding.name}` equals " + "; and ".join(said),
+        Site(str(template), line), hint="; ".join(hints),
+    )
 
 
 def _reserved(binding: Binding, name: str) -> str:
@@ -108,37 +107,31 @@ def _reserved(binding: Binding, name: str) -> str:
     return "a name reserved for generated code"
 
 
-def _check_lines(binding: Binding, template: Path, lines: list[tuple[int, str]]) -> list[Diagnostic]:
-    """LG401 and LG403 for (template line, code with non-code blanked) pairs."""
-    facts = _facts(binding)
-    out: list[Diagnostic] = []
-    for number, code in lines:
-        if _DIRECTIVE.match(code):
-            continue
-        for m in _ARITH.finditer(code):
-            value = int(m.group(1))
-            if value in facts and _is_index_arithmetic(code, m.start(), m.end()):
-                out.append(Diagnostic(
-                    "LG401",
-                    f"literal {value} in index arithmetic of kernel `{binding.name}` equals "
-                    + "; and ".join(facts[value]),
-                    Site(str(template), number),
-                    hint="index through the generated view so the stride follows the layout",
-                ))
+def _check_lines(binding: Binding, template: Path, lines: Sequence[tuple[int, str]]) -> list[Diagnostic]:
+    """LG401 and LG403 for (template line, code with non-code blanked) pairs, in the body's order."""
+    out: dict[tuple[int, str], Diagnostic] = {}  # one diagnostic per cause and line
+    codes = ["" if _DIRECTIVE.match(code) else code for _, code in lines]
+    literals = index_literals(codes, [name for name, _ in binding.views])
+    for (number, code), found in zip(lines, literals):
+        for literal in found:
+            diag = _literal_stride(binding, template, number, literal)
+            if diag is not None:
+                out.setdefault((number, diag.message), diag)
         for m in _RESERVED.finditer(code):
-            out.append(Diagnostic(
+            diag = Diagnostic(
                 "LG403", f"`{m.group(0)}` in the body of kernel `{binding.name}` is {_reserved(binding, m.group(0))}",
                 Site(str(template), number),
                 hint="names starting with `lg_` belong to the generated prologue; a body that uses them is unchecked",
-            ))
-    return out
+            )
+            out.setdefault((number, diag.message), diag)
+    return list(out.values())
 
 
 def lint_template(binding: Binding, template: Path) -> list[Diagnostic]:
-    """LG401 for each literal in index arithmetic that equals a bound width, stride or offset; LG403 for
-    each ``lg_`` name, in the template's own text."""
+    """LG401 for each literal in an index into a bound view that equals its width, row stride or offset;
+    LG403 for each ``lg_`` name, in the template's own text."""
     try:
-        lines = _code_lines(template.read_text(encoding="utf-8"))
+        lines = scan(template.read_text(encoding="utf-8")).code
     except OSError:
         return []  # a missing template is reported by the renderer
     return _check_lines(binding, template, list(enumerate(lines, start=1)))
@@ -148,12 +141,12 @@ def lint_rendered(binding: Binding, template: Path, name: str, kernel: str) -> l
     """The checks of :func:`lint_template` on the body as rendered into ``kernel`` (a generated file).
 
     The body's lines are those after a ``#line N "name"`` directive (``name``: the template as the
-    generated file names it), each reported at its template line, at ``template``. Run it on a
-    template whose own text passed :func:`lint_template`, or a finding is reported twice.
+    generated file names it), each reported at its template line, at ``template``. What the
+    template's own text shows is found by both: keep one of each with :func:`each_once`.
     """
     lines: list[tuple[int, str]] = []
     current: int | None = None  # the template line of the next line, inside the body
-    for raw, code in zip(kernel.split("\n"), _code_lines(kernel, jinja=False)):
+    for raw, code in zip(kernel.split("\n"), scan(kernel, jinja=False).code):
         directive = _LINE.match(raw)  # the raw line: the file name is a string, blanked in `code`
         if directive:
             current = int(directive.group(1)) if directive.group(2) == name else None
@@ -162,3 +155,11 @@ def lint_rendered(binding: Binding, template: Path, name: str, kernel: str) -> l
             lines.append((current, code))
             current += 1
     return _check_lines(binding, template, lines)
+
+
+def each_once(diags: Iterable[Diagnostic]) -> list[Diagnostic]:
+    """``diags`` with each cause once: the first of those with one code, site and message."""
+    out: dict[tuple[str, Site | None, str], Diagnostic] = {}
+    for diag in diags:
+        out.setdefault((diag.code, diag.site, diag.message), diag)
+    return list(out.values())

@@ -1,6 +1,11 @@
-"""The one Jinja environment, and line markers that map output back to templates.
+"""The Jinja environments, and line markers that map output back to templates.
 
-User kernel templates are loaded with an invisible marker at the start of every
+Two environments, with the same options: :func:`environment` renders kernel
+templates (the user's bodies, and the field copies layoutgen ships), and
+:func:`skeletons` the files around them, whose every ``{{ }}`` must pass
+through an escaper of :mod:`layoutgen.codegen.escape`.
+
+Kernel templates are loaded with an invisible marker at the start of every
 plain line (``\\x01<n>\\x02``). After rendering, the markers tell which template
 line produced each output line, so the kernel file can carry exact ``#line``
 directives even through loops and conditionals; then they are removed.
@@ -12,10 +17,15 @@ import functools
 import re
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import jinja2
 
 from ..templates import DIRECTORY
+from .escape import (
+    Escaped, c_ident, c_include, c_string, cpp_code, cpp_comment, py_comment, py_docline, py_docstring,
+    py_literal,
+)
 
 PACKAGE_TEMPLATES = DIRECTORY
 
@@ -23,6 +33,17 @@ _SHIPPED = "layoutgen/templates/"
 _MARK = re.compile("\x01(\\d+)\x02")
 _OPEN = ("{{", "{%", "{#")
 _CLOSE = {"{{": "}}", "{%": "%}", "{#": "#}"}
+
+
+class TemplateEncodingError(jinja2.TemplateError):
+    """A template file that is not UTF-8 text: where, and which byte."""
+
+    def __init__(self, path: Path, data: bytes, exc: UnicodeDecodeError) -> None:
+        self.filename = str(path)
+        self.lineno = data.count(b"\n", 0, exc.start) + 1
+        column = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
+        super().__init__(f"`{path.name}` is not UTF-8 text: byte 0x{data[exc.start]:02x} at line {self.lineno}, "
+                         f"column {column}")
 
 
 def mark_lines(source: str) -> str:
@@ -73,29 +94,44 @@ def split_marks(rendered: str) -> list[tuple[int | None, str]]:
 
 
 class _Loader(jinja2.BaseLoader):
-    """``lg/<name>``: layoutgen's skeletons; ``layoutgen/templates/<name>``: its kernel
-    bodies (marked); anything else a path under the root (marked)."""
+    """``layoutgen/templates/<name>``: layoutgen's kernel bodies; anything else a path under the root.
+
+    Both are marked with their line numbers. Every file it reads is remembered, so that a failure in
+    an included template can be reported at that template's line.
+    """
 
     def __init__(self, root: Path) -> None:
         self.root = root
+        self.files: set[str] = set()
 
     def get_source(
         self, environment: jinja2.Environment, template: str
     ) -> tuple[str, str, Callable[[], bool]]:
-        if template.startswith("lg/"):  # the skeletons of generated files
-            path = PACKAGE_TEMPLATES / template[3:]
-            marked = False
-        elif template.startswith(_SHIPPED):  # kernel bodies layoutgen ships
+        if template.startswith(_SHIPPED):  # kernel bodies layoutgen ships
             path = PACKAGE_TEMPLATES / template[len(_SHIPPED):]
-            marked = True
         else:
             path = Path(template) if Path(template).is_absolute() else self.root / template
-            marked = True
         if not path.is_file():
             raise jinja2.TemplateNotFound(template)
-        source = path.read_text(encoding="utf-8")
+        source = _read(path)
         mtime = path.stat().st_mtime
-        return (mark_lines(source) if marked else source), str(path), lambda: path.stat().st_mtime == mtime
+        self.files.add(str(path))
+        return mark_lines(source), str(path), lambda: path.stat().st_mtime == mtime
+
+
+def _read(path: Path) -> str:
+    """A template's text; TemplateEncodingError (an LG402 at its line) when it is not UTF-8."""
+    data = path.read_bytes()
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise TemplateEncodingError(path, data, exc) from None
+
+
+def template_files(root: Path) -> frozenset[str]:
+    """Every template file the environment of ``root`` has read (for locating errors)."""
+    loader = environment(root).loader
+    return frozenset(loader.files) if isinstance(loader, _Loader) else frozenset()
 
 
 def c_float(value: float) -> str:
@@ -108,25 +144,44 @@ def c_float(value: float) -> str:
 
 def c_int(value: int) -> str:
     """A C integer literal, 64-bit where it needs to be."""
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise ValueError(f"c_int takes an integer, got {value!r}")
     return f"{value}LL" if not -(2**31) <= value < 2**31 else str(value)
 
 
-def c_string(value: str) -> str:
-    """A C string literal."""
-    escaped = value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
-    return f'"{escaped}"'
+_OPTIONS: dict[str, Any] = dict(
+    undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True,
+    autoescape=False,
+)
 
 
 @functools.lru_cache(maxsize=8)
 def environment(root: Path) -> jinja2.Environment:
-    """The environment for one project root (cached)."""
-    env = jinja2.Environment(
-        loader=_Loader(root),
-        undefined=jinja2.StrictUndefined,
-        trim_blocks=True,
-        lstrip_blocks=True,
-        keep_trailing_newline=True,
-        autoescape=False,
-    )
+    """The environment of the kernel templates of one project root (cached)."""
+    env = jinja2.Environment(loader=_Loader(root), **_OPTIONS)
     env.filters.update(c_float=c_float, c_int=c_int, c_string=c_string, py=repr)
+    return env
+
+
+def _placed(value: object) -> object:
+    """What a skeleton may place: text an escaper made, or an integer. Anything else is layoutgen's bug."""
+    if isinstance(value, Escaped) or (isinstance(value, int) and not isinstance(value, bool)):
+        return value
+    raise TypeError(f"a skeleton placed {value!r} without an escaper (py_literal, py_docstring, cpp_comment, ...)")
+
+
+@functools.lru_cache(maxsize=1)
+def skeletons() -> jinja2.Environment:
+    """The environment of the generated files' skeletons (``layoutgen/templates/*.j2``).
+
+    Every ``{{ }}`` must go through one of the escapers of :mod:`layoutgen.codegen.escape`: the
+    environment's ``finalize`` refuses a string that did not, so no spec text can reach a generated
+    file unescaped, whatever a skeleton places.
+    """
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(PACKAGE_TEMPLATES), finalize=_placed, **_OPTIONS)
+    env.filters.update(
+        c_int=lambda v: Escaped(c_int(v)), c_string=c_string, c_include=c_include, c_ident=c_ident,
+        cpp_code=cpp_code, cpp_comment=cpp_comment, py_comment=py_comment, py_docline=py_docline,
+        py_docstring=py_docstring, py_literal=py_literal,
+    )
     return env

@@ -2,26 +2,50 @@
 
 Templates get these frozen records and only place their values: every stride,
 offset, width and index expression below is derived from the schema.
+
+Generated identifiers never meet user names: a kernel's pointer arguments are
+``lg_arg_<param>``, the layout symbols it is passed and its views store are
+``lg_dim_<symbol>``, view structs are ``<Layout>_<field>_view`` (no member of
+a view ends in ``_view``) in namespace ``lg::views::<spec>``, and layoutgen's
+own C++ is in namespace ``lg``. User names cannot start with ``lg_`` or be
+``lg`` (:mod:`layoutgen.schema.names`), so ``lg::`` needs no ``::`` in front:
+no scope between a use and the global namespace can declare another ``lg``.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..declare.kernels import Binding
+from ..declare.kernels import Binding, Param
 from ..declare.unify import unify
 from ..schema import View
 from ..schema.dims import Dim, Size, shape_text, strides_text
+from ..schema.names import CPP_ARGUMENT, CPP_DIM
 
 #: Element counts at or past this need 64-bit index arithmetic.
 INT32_LIMIT = 2**31
+
+
+def argument(param: str) -> str:
+    """The kernel's pointer argument behind the view of ``param``: ``lg_arg_x``."""
+    return f"{CPP_ARGUMENT}{param}"
+
+
+def dim(symbol: str) -> str:
+    """A layout symbol as the kernel's argument and the views' member: ``lg_dim_B``."""
+    return f"{CPP_DIM}{symbol}"
+
+
+def _c_dims(dims: list[Dim] | tuple[Dim, ...]) -> list[str]:
+    """Each dim as C++: its size, or the member holding its launch value."""
+    return [str(d.size) if d.size is not None else dim(str(d.name)) for d in dims]
 
 
 @dataclass(frozen=True)
 class ViewModel:
     """A generated C++ view struct for one field of one layout."""
 
-    struct: str  # C++ name: Window_snap
+    struct: str  # C++ name: Window_snap_view
     name: str  # Window.snap
     layout: str
     shape: str  # [B, K, 56]
@@ -31,27 +55,39 @@ class ViewModel:
     width: int
     row_stride: int
     offset: int
-    vector_bytes: int
-    symbols: tuple[str, ...]  # the layout's symbolic dims, stored in the struct
+    vector_bytes: int  # the widest access aligned on every row of the field (a kernel may check less)
+    symbols: tuple[str, ...]  # the layout's symbolic dims, stored in the struct as `lg_dim_<symbol>`
     index_type: str  # "int" or "long long"
     rows_expr: str  # C++ for the number of rows
     indices: tuple[str, ...]  # accessor argument names, one per leading dim
     row_index_expr: str  # C++ flattening ``indices`` into a row number
     strides: str  # (56*K, 56, 1)
     policies: str = ""  # extra lg::Field arguments: how the geometry scales, which rows the view has
-    scale_init: str = ""  # the lg::Scaled initializer after the base pointer: ", {lg_D}"
+    scale_init: str = ""  # the lg::Scaled initializer after the base pointer: ", {lg_dim_D}"
+    column_type: str = "int"  # the column index: `long long` where a row can hold 2^31 elements or more
     column_params: str = "int c"  # the accessor's parameters after the row indices
     column_expr: str = "c"  # C++ for the column in the row, from ``column_params``
     # Debug build: each accessor index and its extent, checked one by one (a flattened
     # index can land inside the field while one of its parts is out of range).
     index_checks: tuple[tuple[str, str], ...] = ()
 
+    @property
+    def members(self) -> tuple[str, ...]:
+        """The struct's members that hold the layout's symbols: ``lg_dim_B``, ``lg_dim_K``."""
+        return tuple(dim(s) for s in self.symbols)
+
+    @property
+    def base(self) -> str:
+        """The ``lg::Field`` the struct derives from, with the kernel's checked vector width as ``VectorBytes``."""
+        return (f"lg::Field<T, {self.width}, {self.row_stride}, {self.offset}, VectorBytes, {self.index_type}"
+                f"{self.policies}>")
+
 
 def _horner(names: list[str], dims: list[str]) -> str:
     """``((i0 * d1 + i1) * d2 + i2)``: indices flattened row-major; ``dims[n]`` is the extent of ``names[n]``."""
     expr = names[0] if names else "0"
-    for n, (name, dim) in enumerate(zip(names[1:], dims[1:])):
-        expr = f"{f'({expr})' if n else expr} * {dim} + {name}"
+    for n, (name, extent) in enumerate(zip(names[1:], dims[1:])):
+        expr = f"{f'({expr})' if n else expr} * {extent} + {name}"
     return expr
 
 
@@ -66,51 +102,18 @@ def _policies(view: View) -> tuple[str, str]:
         axis, start, stop = view.axis_rows
         inner = Size.product(layout.dims[axis + 1 :]).coef  # static: checked at declaration
         policies += f", lg::AxisRows<{start}, {stop - start}, {layout.dims[axis].size}, {inner}>"
-    unit = layout.column_unit.c_expr({s: f"lg_{s}" for s in layout.column_unit.symbols})
+    unit = layout.column_unit.c_expr({s: dim(s) for s in layout.column_unit.symbols})
     return policies, (f", {{{unit}}}" if scaled else "")
 
 
-def _columns(view: View) -> tuple[str, str]:
+def _columns(view: View, column_type: str) -> tuple[str, str]:
     """(the accessor's column parameters, C++ for the column): ``int j0, int c`` and ``j0 * D + c``."""
     inner = view.region.shape
     if not inner:
-        return "int c", "c"
+        return f"{column_type} c", "c"
     names = [f"j{n}" for n in range(len(inner) - 1)] + ["c"]
-    expr = _horner(names, [str(d) for d in inner])
-    if not view.layout.column_unit.is_static:
-        expr = f"static_cast<int>({expr})"
-    return ", ".join(f"int {n}" for n in names), expr
-
-
-@dataclass(frozen=True)
-class ParamModel:
-    name: str
-    access: str  # in / out / inout
-    c_type: str  # element type, const for inputs
-    view: ViewModel
-    shape: str  # the kernel's declared shape: [B, K, F]
-    contiguous: bool
-    vector: int | None
-
-
-@dataclass(frozen=True)
-class KernelModel:
-    name: str  # the generated kernel's name
-    kernel: str  # the declared kernel's name
-    template: str  # the template path relative to the project root
-    site: str
-    params: tuple[ParamModel, ...]
-    layout_symbols: tuple[str, ...]  # launch arguments: the layouts' symbolic dims
-    arguments: tuple[str, ...]  # the kernel's C++ parameter declarations, in launch order
-    static: tuple[tuple[str, int], ...]  # kernel symbol -> value, for constexprs
-    aliases: tuple[tuple[str, str], ...]  # kernel symbol -> layout symbol it equals
-    block: int
-    grid_param: str
-    grid_per: str  # row / element / vector: the name of the thread's index
-    grid_count: str  # C++ for the number of threads the launch needs
-    vector_bytes: int  # bytes each thread moves with Grid.vectors (0 otherwise)
-    per_row: int  # threads per row of the grid's parameter
-    index_type: str
+    expr = _horner(names, _c_dims(inner))
+    return ", ".join(f"{column_type} {n}" for n in names), expr
 
 
 def _index_type(size: Size) -> str:
@@ -118,24 +121,28 @@ def _index_type(size: Size) -> str:
 
 
 def struct_name(view: View) -> str:
-    return view.name.replace(".", "_")
+    """``Window_snap_view``: the suffix keeps the struct's name off every member name a view has."""
+    return view.name.replace(".", "_") + "_view"
 
 
-def view_model(view: View, site: str) -> ViewModel:
+def view_model(view: View, site: str, struct: str | None = None) -> ViewModel:
+    """The model of ``view``'s struct; ``struct`` names it where :func:`struct_name` is taken."""
     layout = view.layout
     total = Size.product([*layout.dims, *(Dim(s) for s in layout.column_unit.symbols)], layout.width)
     index_type = _index_type(total)
+    # A row counted in a symbol can hold any number of elements: its columns are 64-bit.
+    column_type = _index_type(Size.product((Dim(s) for s in layout.column_unit.symbols), layout.width))
     leading = view.leading_dims
     names = [f"i{n}" for n in range(len(leading))]
     # Horner's rule over the view's leading dims: ((i0 * d1 + i1) * d2 + i2) ...
-    expr = _horner(names, [str(d) for d in leading])
+    expr = _horner(names, _c_dims(leading))
     rows = view.rows
     policies, scale_init = _policies(view)
-    column_params, column_expr = _columns(view)
+    column_params, column_expr = _columns(view, column_type)
     inner = [f"j{n}" for n in range(len(view.region.shape) - 1)] + ["c"] if view.region.shape else []
-    checks = [*zip(names, (str(d) for d in leading)), *zip(inner, (str(d) for d in view.region.shape))]
+    checks = [*zip(names, _c_dims(leading)), *zip(inner, _c_dims(view.region.shape))]
     return ViewModel(
-        struct=struct_name(view),
+        struct=struct or struct_name(view),
         name=view.name,
         layout=layout.name,
         shape=shape_text(layout.shape),
@@ -148,12 +155,13 @@ def view_model(view: View, site: str) -> ViewModel:
         vector_bytes=view.vector_bytes,
         symbols=layout.symbols,
         index_type=index_type,
-        rows_expr=rows.c_expr() if not rows.is_static else str(rows.coef),
+        rows_expr=rows.c_expr({s: dim(s) for s in rows.symbols}) if not rows.is_static else str(rows.coef),
         indices=tuple(names),
         row_index_expr=expr,
         strides=strides_text(view.strides),
         policies=policies,
         scale_init=scale_init,
+        column_type=column_type,
         column_params=column_params,
         column_expr=column_expr,
         index_checks=tuple(checks),
@@ -176,10 +184,77 @@ def grid_shape(binding: Binding) -> tuple[int, int]:
     return vector_bytes, view.width * view.dtype.size // vector_bytes
 
 
+def param_vector_bytes(binding: Binding, param: Param, view: View) -> int:
+    """The widest access a kernel may make on ``param``: the alignment its launcher checks.
+
+    ``vector=`` where declared (LG204 keeps it within the field's alignment), the kernel's width
+    with ``Grid.vectors``, else one element. The generated view takes it as ``VectorBytes``, so a
+    body's ``x.vec<N>()`` wider than what the launcher checks does not compile.
+    """
+    return max(param.vector or 0, grid_shape(binding)[0], view.dtype.size)
+
+
 def per_row_symbols(binding: Binding) -> tuple[str, ...]:
     """The symbols the threads per row are multiplied by at launch (``("D",)``), or none."""
     grid = binding.kernel.grid
     return binding.view(grid.param).column_unit.symbols if grid.per == "element" else ()
+
+
+@dataclass(frozen=True)
+class ParamModel:
+    name: str
+    access: str  # in / out / inout
+    c_type: str  # element type, const for inputs
+    view: ViewModel
+    shape: str  # the kernel's declared shape: [B, K, F]
+    contiguous: bool
+    vector: int | None
+    vector_bytes: int = 0  # the widest access the launcher checks the array for (the view's VectorBytes)
+
+    @property
+    def argument(self) -> str:
+        """The kernel's pointer argument: ``lg_arg_x``."""
+        return argument(self.name)
+
+    @property
+    def initializer(self) -> str:
+        """What the view is built from: ``{lg_arg_x, {lg_dim_D}}, lg_dim_B, lg_dim_D``."""
+        return ", ".join([f"{{{self.argument}{self.view.scale_init}}}", *self.view.members])
+
+
+@dataclass(frozen=True)
+class KernelModel:
+    name: str  # the generated kernel's name
+    kernel: str  # the declared kernel's name
+    template: str  # the template path relative to the project root
+    site: str
+    params: tuple[ParamModel, ...]
+    layout_symbols: tuple[str, ...]  # launch arguments: the layouts' symbolic dims
+    arguments: tuple[str, ...]  # the kernel's C++ parameter declarations, in launch order
+    static: tuple[tuple[str, int], ...]  # kernel symbol -> value, for constexprs
+    aliases: tuple[tuple[str, str], ...]  # kernel symbol -> layout symbol it equals
+    block: int
+    grid_param: str
+    grid_per: str  # row / element / vector: the name of the thread's index
+    grid_count: str  # C++ for the number of threads the launch needs
+    vector_bytes: int  # bytes each thread moves with Grid.vectors (0 otherwise)
+    per_row: int  # threads per row of the grid's parameter
+    index_type: str
+
+    @property
+    def argument_lines(self) -> tuple[str, ...]:
+        """The signature's lines after the name: each argument, then `,` or the closing `)`."""
+        return tuple(a + ("," if n < len(self.arguments) - 1 else ")") for n, a in enumerate(self.arguments))
+
+    @property
+    def alias_members(self) -> tuple[tuple[str, str], ...]:
+        """(kernel symbol, the launch argument it is): ``("B", "lg_dim_B")``."""
+        return tuple((s, dim(layout_symbol)) for s, layout_symbol in self.aliases)
+
+    @property
+    def constants(self) -> tuple[tuple[str, str, int], ...]:
+        """(C++ type, symbol, value) of each static symbol: `long long` for a value past `int`."""
+        return tuple(("int" if -INT32_LIMIT <= v < INT32_LIMIT else "long long", s, v) for s, v in self.static)
 
 
 def kernel_model(binding: Binding, views: dict[str, ViewModel], template: str, site: str) -> KernelModel:
@@ -193,14 +268,14 @@ def kernel_model(binding: Binding, views: dict[str, ViewModel], template: str, s
         params.append(ParamModel(
             name=param.name, access=param.access, c_type=c_type if param.writes else f"const {c_type}",
             view=model, shape=shape_text(param.shape),
-            contiguous=param.contiguous, vector=param.vector,
+            contiguous=param.contiguous, vector=param.vector, vector_bytes=param_vector_bytes(binding, param, view),
         ))
         for s in view.layout.symbols:
             layout_symbols.setdefault(s, None)
     grid = binding.kernel.grid
     vector_bytes, per_row = grid_shape(binding)
     count = f"{grid.param}.rows()" + ("" if per_row == 1 else f" * {per_row}")
-    count += "".join(f" * lg_{s}" for s in per_row_symbols(binding))
+    count += "".join(f" * {dim(s)}" for s in per_row_symbols(binding))
     wide = any(p.view.index_type != "int" for p in params)
     return KernelModel(
         name=binding.name,
@@ -210,7 +285,7 @@ def kernel_model(binding: Binding, views: dict[str, ViewModel], template: str, s
         params=tuple(params),
         layout_symbols=tuple(layout_symbols),
         arguments=tuple(
-            [f"{p.c_type}* __restrict__ lg_{p.name}" for p in params] + [f"long long lg_{s}" for s in layout_symbols]
+            [f"{p.c_type}* __restrict__ {p.argument}" for p in params] + [f"long long {dim(s)}" for s in layout_symbols]
         ),
         static=tuple(sorted(unified.static.items())),
         aliases=tuple(sorted(unified.symbolic.items())),

@@ -8,8 +8,19 @@ from ..declare.program import Program
 from ..declare.spec import Spec, launch_kernel
 from ..schema import Dim
 from ..schema.dims import shape_text, strides_text
+from ..schema.names import PY_PRIVATE
 from ..schema.view import LayoutLike
-from .model import grid_shape, per_row_symbols
+from .model import grid_shape, param_vector_bytes, per_row_symbols
+
+
+def launcher(kernel: str) -> str:
+    """The generated module's launcher object of ``kernel``: ``_lg_kernel_fwd``."""
+    return f"{PY_PRIVATE}kernel_{kernel}"
+
+
+def runner(program: str) -> str:
+    """The generated module's runner of ``program``: ``_lg_program_step``."""
+    return f"{PY_PRIVATE}program_{program}"
 
 
 @dataclass(frozen=True)
@@ -38,6 +49,11 @@ class PyParam:
     field_width: int
     axis_rows: tuple[int, int, int] | None  # (named axis, start, stop) where the view covers a range of it
 
+    @property
+    def verb(self) -> str:
+        """What the kernel does to the parameter's field: ``reads``, ``writes``, ``reads and writes``."""
+        return {"in": "reads", "out": "writes"}.get(self.access, "reads and writes")
+
 
 @dataclass(frozen=True)
 class PyKernel:
@@ -50,6 +66,10 @@ class PyKernel:
     per_row_symbols: tuple[str, ...]  # symbols the threads per row are multiplied by at launch
     grid_dims: tuple[str | int, ...] | None  # the grid parameter's leading dims where its view narrows an axis
     block: int
+
+    @property
+    def launcher(self) -> str:
+        return launcher(self.name)
 
 
 @dataclass(frozen=True)
@@ -68,6 +88,10 @@ class PyStep:
     buffers: tuple[int, ...]
     call: str  # assemble(raw=market, snap=window.snap)
 
+    @property
+    def launcher(self) -> str:
+        return launcher(self.kernel)
+
 
 @dataclass(frozen=True)
 class PyProgram:
@@ -75,6 +99,15 @@ class PyProgram:
     doc: str
     buffers: tuple[PyBuffer, ...]
     steps: tuple[PyStep, ...]
+
+    @property
+    def runner(self) -> str:
+        return runner(self.name)
+
+    @property
+    def capture(self) -> str:
+        """The function that captures the program into a CUDA graph: ``capture_<program>``."""
+        return f"capture_{self.name}"
 
 
 def _runtime_dims(dims: tuple[Dim, ...]) -> tuple[str | int, ...]:
@@ -124,7 +157,7 @@ def module_model(spec: Spec, site_text: dict[int, str]) -> dict[str, object]:
     ]
     kernels = []
     for b in spec.kernels:
-        vector_bytes, per_row = grid_shape(b)  # Grid.vectors: every array must allow the kernel's accesses
+        _, per_row = grid_shape(b)
         params = []
         symbols: dict[str, None] = {}
         for param, view in b.pairs:
@@ -133,7 +166,7 @@ def module_model(spec: Spec, site_text: dict[int, str]) -> dict[str, object]:
                 name=param.name, access=param.access, layout=lay.name,
                 layout_text=_layout_text(lay),
                 view=view.name, cols=view.cols, strides=strides_text(view.strides),
-                align=max(param.vector or 0, vector_bytes, lay.dtype.size), offset=view.offset,
+                align=param_vector_bytes(b, param, view), offset=view.offset,
                 field_width=view.width, axis_rows=view.axis_rows,
             ))
             for s in lay.symbols:
@@ -149,7 +182,7 @@ def module_model(spec: Spec, site_text: dict[int, str]) -> dict[str, object]:
     by_name = {k.name: k for k in kernels}
     programs = [program_model(spec, p, by_name) for p in spec.programs]
     exports = sorted([lay.name for lay in layouts] + [k.name for k in kernels]
-                     + [n for p in programs for n in (p.name, f"capture_{p.name}")])
+                     + [n for p in programs for n in (p.name, p.capture)])
     return {"spec": spec.name, "layouts": layouts, "kernels": kernels, "programs": programs, "exports": exports,
             "header": f"{spec.name}.cuh"}
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import functools
 import traceback
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
 import jinja2
@@ -16,8 +16,9 @@ from ..declare.kernels import Binding
 from ..declare.spec import Spec
 from ..schema.diagnostics import Diagnostic, Site
 from ..version import __version__
-from .env import PACKAGE_TEMPLATES, environment, split_marks
-from .model import KernelModel, ViewModel, kernel_model, view_model
+from .env import PACKAGE_TEMPLATES, TemplateEncodingError, environment, skeletons, split_marks, template_files
+from .escape import Escaped, c_string
+from .model import KernelModel, ViewModel, kernel_model, struct_name, view_model
 from .pymodule import module_model
 from .stamp import stamp
 
@@ -57,39 +58,97 @@ def site_text(site: Site | None, root: Path) -> str:
     return f"{relative(site.path, root)}:{site.line}" if site else "(unknown)"
 
 
-def _template_error(exc: Exception, template: Path, binding: Binding) -> Diagnostic:
-    """A Jinja failure as LG402 at the template's own line."""
-    line = getattr(exc, "lineno", None)
-    if line is None:  # a runtime error: Jinja rewrites the traceback to the template
-        frames = [f for f in traceback.extract_tb(exc.__traceback__) if Path(f.filename) == template]
-        line = frames[-1].lineno if frames else None
+def _template_error(exc: Exception, template: Path, binding: Binding, root: Path) -> Diagnostic:
+    """A Jinja failure as LG402 at the line of the template it happened in (an included one, too)."""
+    files = template_files(root) | {str(template)}
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename in files]
+    where, line = str(template), None
+    if isinstance(exc, RecursionError):
+        return _recursion_error(frames, template, binding)
+    if getattr(exc, "lineno", None) is not None:  # a syntax or encoding error names its file and line
+        where, line = getattr(exc, "filename", None) or where, exc.lineno  # type: ignore[attr-defined]
+    elif frames:  # a runtime error: Jinja rewrites the traceback to the templates' lines
+        where, line = frames[-1].filename, frames[-1].lineno
     message = exc.message if isinstance(exc, jinja2.TemplateError) and exc.message else str(exc)
-    site = Site(str(template), line) if line else binding.kernel.site
+    site = Site(where, line) if line else binding.kernel.site
+    hint = ("save the template as UTF-8" if isinstance(exc, TemplateEncodingError) else _brace_hint(exc, root) or
+            "templates see the kernel's static symbols, `kernel` and `params`; names are case-sensitive")
+    return Diagnostic("LG402", f"template of kernel `{binding.name}` failed to render: {message}", site, hint=hint)
+
+
+def _brace_hint(exc: Exception, root: Path) -> str | None:
+    """For a syntax error in a ``{{ ... }}``: that ``{{`` may be C++ brace initialisation (``Vec{{1, 2}}``),
+    which Jinja reads as an expression and reports where the expression fails, often a line later.
+
+    The expression is the one open at the error's line that the lexer left open or that fails alone.
+    """
+    if not isinstance(exc, jinja2.TemplateSyntaxError) or exc.lineno is None or not exc.source:
+        return None
+    env = environment(root)
+    spans: list[tuple[int, list[str], int | None]] = []  # each `{{ }}`: its first line, its text, its last line
+    try:
+        for lineno, token, value in env.lex(exc.source):
+            if token == "variable_begin":
+                spans.append((lineno, [], None))
+            elif token == "variable_end" and spans and spans[-1][2] is None:
+                spans[-1] = (spans[-1][0], spans[-1][1], lineno)
+            elif spans and spans[-1][2] is None:
+                spans[-1][1].append(value)
+    except jinja2.TemplateSyntaxError:  # the lexer stops at its own error, inside the span it left open
+        pass
+
+    def fails(text: list[str]) -> bool:
+        try:
+            env.parse("{{" + "".join(text) + "}}")
+        except jinja2.TemplateSyntaxError:
+            return True
+        return False
+
+    for first, text, last in spans:
+        if first <= exc.lineno and (last is None or (exc.lineno <= last and fails(text))):
+            return (f"the `{{{{` at line {first} opens a Jinja expression; if it is C++ brace initialisation "
+                    "(`Vec{{1, 2}}`), write `Vec{ {1, 2} }` or put the lines between `{% raw %}` and `{% endraw %}`")
+    return None
+
+
+def _recursion_error(frames: list[traceback.FrameSummary], template: Path, binding: Binding) -> Diagnostic:
+    """LG402 for templates that include each other (or a macro that calls itself): the loop, at its start."""
+    seen: list[tuple[str, int | None]] = []
+    for f in frames:
+        step = (f.filename, f.lineno)
+        if step in seen:
+            seen = seen[seen.index(step):]
+            break
+        seen.append(step)
+    chain = " -> ".join(f"{Path(name).name}:{line}" for name, line in [*seen, seen[0]]) if seen else "?"
     return Diagnostic(
-        "LG402", f"template of kernel `{binding.name}` failed to render: {message}", site,
-        hint="templates see the kernel's static symbols, `kernel` and `params`; names are case-sensitive",
+        "LG402", f"template of kernel `{binding.name}` failed to render: it recurses without end ({chain})",
+        Site(seen[0][0], seen[0][1] or 1) if seen else binding.kernel.site,
+        hint="templates that include each other, or a macro that calls itself, need a condition that ends it",
     )
 
 
 def _body(k: KernelModel, binding: Binding, root: Path) -> str:
     env = environment(root)
     template = env.get_template(k.template)
-    constants = dict(k.static)
-    rendered = template.render(**constants, kernel=k, params={p.name: p for p in k.params})
+    # One dict, not keywords: a symbol may be named like render()'s own parameters (`self`).
+    context: dict[str, object] = {**dict(k.static), "kernel": k, "params": {p.name: p for p in k.params}}
+    rendered = template.render(context)
     lines: list[str] = []
     expected: int | None = None
     marked = split_marks(rendered)
     while marked and not marked[-1][1].strip():
         marked.pop()
+    path = c_string(k.template)
     for source_line, text in marked:
         if source_line is not None and source_line != expected:
-            lines.append(f'#line {source_line} "{k.template}"')
+            lines.append(f"#line {source_line} {path}")
         lines.append(text)
         expected = None if source_line is None else source_line + 1
     if expected is not None:
         # The kernel's closing brace follows: keep it on the template's last line, so that a last
         # statement left open ("expected a ';'") is reported there, not past the template's end.
-        lines.append(f'#line {expected - 1} "{k.template}"')
+        lines.append(f"#line {expected - 1} {path}")
     return "\n".join(lines)
 
 
@@ -101,7 +160,7 @@ def _restore_lines(text: str, name: str, stamp_lines: int) -> str:
     """``text`` with its restore marker made ``#line N "name"``: N numbers the next line as in the file."""
     lines = text.split("\n")
     i = lines.index(_RESTORE)
-    lines[i] = f'#line {i + stamp_lines + 2} "{name}"'  # 1-based, after the stamp lines
+    lines[i] = f"#line {i + stamp_lines + 2} {c_string(name)}"  # 1-based, after the stamp lines
     return "\n".join(lines)
 
 
@@ -120,22 +179,23 @@ def render_spec(
     ``out`` is the output folder relative to ``root``: kernels name themselves by their path under
     the root in the ``#line`` after their body.
     """
-    env = environment(root)
     header = f"{spec.name}.cuh"
     views: dict[str, ViewModel] = {}
-    struct_owner: dict[str, str] = {}
+    structs: set[str] = set()
     for binding in spec.kernels:
         for _, view in binding.views:
             if view.name not in views:
-                model = view_model(view, site_text(view.site, root))
-                owner = struct_owner.setdefault(model.struct, view.name)
-                if owner != view.name:  # `a_b` and `a.b` would share a name
-                    model = replace(model, struct=f"{model.struct}_{len(struct_owner)}")
-                views[view.name] = model
+                struct = struct_name(view)
+                n = 1
+                while struct in structs:  # `a_b` and `a.b` would share a name: number the later ones
+                    n += 1
+                    struct = f"{struct_name(view)}_{n}"
+                structs.add(struct)
+                views[view.name] = view_model(view, site_text(view.site, root), struct)
     dtypes = {v.layout.dtype.name for b in spec.kernels for _, v in b.views}
     files: dict[str, str] = {}
     base = f"{spec.name}"
-    files[f"{base}/{header}"] = env.get_template("lg/views.cuh.j2").render(
+    files[f"{base}/{header}"] = skeletons().get_template("views.cuh.j2").render(
         spec=spec.name, views=list(views.values()), needs_fp16="f16" in dtypes, needs_bf16="bf16" in dtypes,
         debug=debug,
     )
@@ -153,18 +213,19 @@ def render_spec(
         k = kernel_model(binding, views, relative(template, root), site_text(binding.site, root))
         try:
             body = _body(k, binding, root)
-        except (jinja2.TemplateError, TypeError, ValueError, ArithmeticError) as exc:
-            problems.append(_template_error(exc, template, binding))
+        except (jinja2.TemplateError, TypeError, ValueError, ArithmeticError, RecursionError) as exc:
+            problems.append(_template_error(exc, template, binding, root))
             continue
         path = f"{base}/{binding.name}.cu"
-        kernel = env.get_template("lg/kernel.cu.j2").render(
-            k=k, spec=spec.name, header=header, body=body, debug=debug, restore=_RESTORE,
+        # The body is the user's C++ and the `#line` directives around it, whose paths are escaped above.
+        kernel = skeletons().get_template("kernel.cu.j2").render(
+            k=k, spec=spec.name, header=header, body=Escaped(body), debug=debug, restore=Escaped(_RESTORE),
         )
         files[path] = _restore_lines(kernel, f"{out}/{path}", stamp_lines)
     if problems:
         return Rendered({}, tuple(problems))
     sites = {id(lay): site_text(lay.site, root) for lay in spec.layouts}
-    module = env.get_template("lg/module.py.j2").render(
+    module = skeletons().get_template("module.py.j2").render(
         source=spec_path, debug=debug, cache_dir=cache_dir, **module_model(spec, sites)
     )
     python = {f"{base}/__init__.py": stamp(module, comment="#", source=spec_path, version=__version__)}

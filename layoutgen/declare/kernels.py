@@ -9,6 +9,7 @@ problem in a spec is reported at once.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,15 +17,15 @@ from typing import Literal
 
 from ..schema import DType, Layout, View
 from ..schema.diagnostics import Diagnostic, LayoutgenError, Site, caller_site
-from ..schema.dims import Dim, as_shape
+from ..schema.dims import Dim, Size, as_shape, shape_text
 from ..schema.dtypes import resolve_dtype
-from ..schema.names import name_problem
+from ..schema.names import kernel_name_problem, name_problem
 
 Access = Literal["in", "out", "inout"]
 
 
 class KernelError(LayoutgenError):
-    """A kernel or binding declaration is malformed (LG207, LG208)."""
+    """A kernel or binding declaration is malformed (LG207, LG208, LG211; LG114 for a view too wide)."""
 
 
 def _kernel_error(code: str, message: str, site: Site | None, hint: str | None = None) -> KernelError:
@@ -35,6 +36,15 @@ def _check_name(name: object, what: str, site: Site | None) -> None:
     problem = name_problem(name)
     if problem:
         raise _kernel_error("LG208", f"{what} {problem[1]}", site)
+
+
+def check_kernel_name(name: object, what: str, site: Site | None) -> None:
+    """LG208 for a name no generated kernel can have, LG211 for one too long for its files."""
+    problem = kernel_name_problem(name)
+    if problem:
+        code = "LG211" if problem[0] == "LG211" else "LG208"
+        raise _kernel_error(code, f"{what} {problem[1]}", site,
+                            hint="shorten the name" if code == "LG211" else "rename it")
 
 
 @dataclass(frozen=True)
@@ -98,29 +108,66 @@ def InOut(name: str, shape: Sequence[Dim | int | str], *, contiguous: bool = Fal
     return _param("inout", name, shape, contiguous, vector, dtype)
 
 
-#: Names the generated kernel (the thread's index) or launcher (``stream=``, ``unwrap``) defines
-#: next to the parameters and shape symbols.
-GENERATED_NAMES = ("row", "element", "vector", "stream", "unwrap")
+#: The user names each scope of the generated code holds, beside names the generated code defines
+#: there by design. Everything else it defines starts with `lg_` (C++) or `_lg_` (Python).
+#: The kernel's body: the parameters' views and the symbols, beside the thread's index.
+THREAD_INDEX = ("row", "element", "vector")
+#: The generated launcher's arguments: the parameters, beside the keyword ``stream``.
+LAUNCHER_KEYWORDS = ("stream",)
+#: The keywords beside which the parameters are given by name: ``kernel.bind(name=...)``,
+#: ``Launch(..., overwrites=...)`` and the launcher's ``stream=``.
+PARAM_KEYWORDS = ("name", "overwrites", *LAUNCHER_KEYWORDS)
+#: The template's Jinja context: the static symbols, beside ``kernel`` and ``params``, and the names
+#: Jinja gives a meaning there (``self`` is the template, ``none`` a constant).
+TEMPLATE_CONTEXT = ("kernel", "params", "self", "none")
 
 
 def _check_clashes(kernel: str, params: Sequence[Param]) -> None:
     """LG208 when a parameter or symbol would be declared twice in the generated code."""
     symbols = {str(d.name): p for p in params for d in p.shape if d.size is None}
     for symbol, p in symbols.items():
-        if symbol in GENERATED_NAMES:
+        taken = [*THREAD_INDEX, *TEMPLATE_CONTEXT]
+        if symbol in taken:
             raise _kernel_error(
-                "LG208", f"shape symbol `{symbol}` of `{kernel}` is a name the generated code defines "
-                f"({', '.join(GENERATED_NAMES)})", p.site, hint="rename the dim",
+                "LG208", f"shape symbol `{symbol}` of `{kernel}` is a name the generated code defines beside the "
+                f"kernel's symbols ({', '.join(taken)})", p.site, hint="rename the dim",
             )
     for p in params:
-        if p.name in GENERATED_NAMES or p.name in symbols:
+        taken = [*THREAD_INDEX, *PARAM_KEYWORDS]
+        if p.name in taken or p.name in symbols:
             what = "a shape symbol of the kernel" if p.name in symbols else (
-                "a name the generated code defines (" + ", ".join(GENERATED_NAMES) + ")"
+                "a name used beside the parameters (" + ", ".join(taken) + "): the thread index, and the "
+                "keywords of bind, Launch and the launcher"
             )
             raise _kernel_error(
                 "LG208", f"parameter `{p.name}` of `{kernel}` clashes with {what}", p.site,
                 hint="rename the parameter; the template sees parameters, symbols and the thread index by name",
             )
+
+
+#: Generated views hold a row's width, stride and offset as `int`, and index with `long long`.
+INT_LIMIT = 2**31
+INDEX_LIMIT = 2**63
+
+
+def _check_fits(kernel: str, param: str, view: View, site: Site | None) -> None:
+    """LG114 when a number of ``view``'s layout does not fit the C++ type the generated view holds it in."""
+    layout = view.layout
+    described = f"`{layout.name}` {shape_text(layout.shape)} {layout.dtype}"
+    if layout.width >= INT_LIMIT:
+        unit = "" if layout.column_unit.is_static else f" (of `{layout.column_unit}` elements each)"
+        raise _kernel_error(
+            "LG114", f"`{kernel}.{param}` is bound to {described}, whose rows are {layout.width} columns{unit} wide; "
+            f"a generated view holds a row's width, stride and offset as `int`, so they must be less than 2^31",
+            site, hint="split each row across a further leading dim (a layout [N, M, W] for [N, M*W])",
+        )
+    total = Size.product([*layout.dims], layout.width).coef
+    if total >= INDEX_LIMIT:
+        raise _kernel_error(
+            "LG114", f"`{kernel}.{param}` is bound to {described}, whose static dims hold {total} elements; "
+            f"a generated view indexes with `long long`, so they must be less than 2^63",
+            site, hint="make the largest dims symbolic, bound at launch",
+        )
 
 
 @dataclass(frozen=True)
@@ -164,9 +211,9 @@ class Kernel:
     template_root: Path  # the folder the template path is relative to
 
     def __init__(self, name: str, template: str, params: Sequence[Param], *, grid: Grid | None = None,
-                 doc: str = "", template_root: Path | None = None) -> None:
+                 doc: str = "", template_root: str | os.PathLike[str] | None = None) -> None:
         site = caller_site()
-        _check_name(name, "a kernel name", site)
+        check_kernel_name(name, "a kernel name", site)
         if not isinstance(template, str) or not template:
             raise _kernel_error("LG208", f"kernel `{name}` needs a template path, got {template!r}", site)
         if isinstance(params, (str, bytes)) or not isinstance(params, Sequence) or not params:
@@ -194,7 +241,14 @@ class Kernel:
         if not isinstance(grid.block, int) or not 1 <= grid.block <= 1024:
             raise _kernel_error("LG208", f"the block size of `{name}` must be 1..1024, got {grid.block!r}", site)
         _check_clashes(name, params)
-        root = template_root or (Path(site.path).resolve().parent if site else Path.cwd())
+        if not isinstance(doc, str):
+            raise _kernel_error("LG208", f"the doc of kernel `{name}` must be a string, got {doc!r}", site)
+        here = Path(site.path).resolve().parent if site else Path.cwd()
+        if template_root is not None and not isinstance(template_root, (str, os.PathLike)):
+            raise _kernel_error("LG208", f"`template_root` of kernel `{name}` must be a folder (a str or a Path), "
+                                f"got {template_root!r}", site)
+        # Like the template path itself, a relative root is relative to the file that declares the kernel.
+        root = here if template_root is None else here / Path(template_root)
         for attr, value in (("name", name), ("template", template), ("params", tuple(params)), ("grid", grid),
                             ("doc", doc), ("site", site), ("template_root", root)):
             object.__setattr__(self, attr, value)
@@ -209,7 +263,7 @@ class Kernel:
     def param(self, name: str) -> Param:
         return next(p for p in self.params if p.name == name)
 
-    def bind(self, name: str | None = None, **views: View | Layout) -> Binding:
+    def bind(self, /, name: str | None = None, **views: View | Layout) -> Binding:
         """Tie every parameter to a view (or a whole layout); checked by ``layoutgen check``.
 
         ``name`` names the generated kernel; it defaults to the kernel's name,
@@ -217,7 +271,7 @@ class Kernel:
         """
         site = caller_site()
         generated = self.name if name is None else name
-        _check_name(generated, "a binding name", site)
+        check_kernel_name(generated, "a binding name", site)
         known = {p.name for p in self.params}
         for key, value in views.items():
             if key not in known:
@@ -238,6 +292,8 @@ class Kernel:
         bound = tuple(
             (p.name, v.view if isinstance(v, Layout) else v) for p in self.params for v in [views[p.name]]
         )
+        for param, view in bound:
+            _check_fits(generated, param, view, site)
         return Binding(self, generated, bound, site)
 
 

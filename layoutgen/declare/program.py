@@ -22,11 +22,12 @@ from __future__ import annotations
 
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
+from dataclasses import fields as dataclass_fields
 
 from ..schema import Layout, View
 from ..schema.diagnostics import Diagnostic, LayoutgenError, Site, caller_site
 from ..schema.names import name_problem
-from .kernels import Binding, Kernel
+from .kernels import LAUNCHER_KEYWORDS, Binding, Kernel
 
 
 class ProgramError(LayoutgenError):
@@ -37,8 +38,8 @@ def _program_error(message: str, site: Site | None, hint: str | None = None) -> 
     return ProgramError(Diagnostic("LG305", message, site, hint))
 
 
-#: Names the generated runner defines next to its buffer arguments.
-BUFFER_RESERVED = frozenset({"stream", "unwrap"})
+#: Names the generated runner takes next to its buffer arguments.
+BUFFER_RESERVED = frozenset(LAUNCHER_KEYWORDS)
 
 
 @dataclass(frozen=True, eq=False)
@@ -67,6 +68,7 @@ class Buffer:
                                  hint="rename the buffer")
         if not isinstance(layout, Layout):
             raise _program_error(f"buffer `{name}` needs a layout, got {layout!r}", site)
+        _check_field_names(name, layout, site)
         for flag, value in (("input", input), ("output", output)):
             if not isinstance(value, bool):
                 raise _program_error(f"`{flag}` of buffer `{name}` must be True or False, got {value!r}", site)
@@ -117,6 +119,32 @@ class BufferView:
         return f"<BufferView {self.name}>"
 
 
+def _attributes(*classes: type) -> frozenset[str]:
+    """The public attributes of ``classes``: what ``window.<name>`` finds before looking for a field."""
+    return frozenset(n for c in classes for n in [*dir(c), *(f.name for f in dataclass_fields(c))]
+                     if not n.startswith("_"))
+
+
+#: What `window.<name>` and `window.snap.<name>` find before a field of that name (`window.whole`).
+BUFFER_ATTRIBUTES = _attributes(Buffer, BufferView)
+
+
+def _check_field_names(buffer: str, layout: Layout, site: Site | None) -> None:
+    """LG305 when ``window.<field>`` would reach an attribute of the buffer instead of its field.
+
+    Layouts already refuse fields named like their own attributes (`shape`, `name`, ...); a buffer adds
+    a few more (`whole`, `input`, `output`, `role`, `buffer`), so its declaration checks the rest.
+    """
+    for view in layout.fields():
+        last = view.path.rsplit(".", 1)[-1]
+        if last in BUFFER_ATTRIBUTES:
+            raise _program_error(
+                f"buffer `{buffer}` of `{layout.name}` cannot name its field `{view.path}`: `{buffer}.{view.path}` "
+                f"would be the buffer's attribute `{last}`, not the field (declared at {view.site})", site,
+                hint="rename the field; buffers reserve " + ", ".join(f"`{a}`" for a in sorted(BUFFER_ATTRIBUTES)),
+            )
+
+
 def _field_name(buffer: Buffer, view: View) -> str:
     return f"{buffer.name}.{view.path}" if view.path else buffer.name
 
@@ -149,7 +177,7 @@ class Launch:
     overwrites: frozenset[str]
     site: Site | None
 
-    def __init__(self, kernel: Kernel | Binding, *, name: str | None = None, overwrites: Collection[str] = (),
+    def __init__(self, kernel: Kernel | Binding, /, *, name: str | None = None, overwrites: Collection[str] = (),
                  **args: Buffer | BufferView) -> None:
         site = caller_site()
         if not isinstance(kernel, (Kernel, Binding)):
@@ -228,6 +256,8 @@ class Program:
             raise _program_error(f"a program name {problem[1]}", site)
         if isinstance(launches, (str, bytes)) or not isinstance(launches, Sequence) or not launches:
             raise _program_error(f"program `{name}` needs a non-empty list of launches", site)
+        if not isinstance(doc, str):
+            raise _program_error(f"the doc of program `{name}` must be a string, got {doc!r}", site)
         buffers: dict[str, Buffer] = {}
         for launch in launches:
             if not isinstance(launch, Launch):

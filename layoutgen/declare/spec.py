@@ -7,16 +7,10 @@ from dataclasses import dataclass
 
 from ..schema import Layout, View
 from ..schema.diagnostics import Diagnostic, Site, caller_site
-from ..schema.names import name_problem
+from ..schema.names import file_name_problem, name_problem
+from ..schema.record import Region
 from .kernels import Binding, KernelError
 from .program import Launch, Program, ProgramError
-
-#: What the generated Python module imports or defines at top level besides the spec's names:
-#: a kernel, layout or program of that name would replace it.
-MODULE_NAMES = frozenset({
-    "annotations", "Path", "Any", "KernelLauncher", "KernelSpec", "LayoutSpec", "ParamSpec", "BufferSpec",
-    "ProgramGraph", "ProgramRunner", "ProgramSpec", "StepSpec", "Array", "DeviceArray", "LayoutTag", "unwrap",
-})
 
 
 @dataclass(frozen=True, eq=False)
@@ -42,10 +36,10 @@ class Spec:
             if not isinstance(prog, Program):
                 raise KernelError(Diagnostic("LG208", f"the programs of spec `{name}` must be Program(...), got "
                                              f"{prog!r}", site))
-        problem = name_problem(name) or (("LG106", "is reserved for layoutgen's C++ namespace, got `lg`")
-                                         if name == "lg" else None)
+        problem = name_problem(name) or (file_name_problem(name) if isinstance(name, str) else None)
         if problem:
-            raise KernelError(Diagnostic("LG208", f"a spec name {problem[1]}", site))
+            raise KernelError(Diagnostic("LG211" if problem[0] == "LG211" else "LG208", f"a spec name {problem[1]}",
+                                         site))
         for b in kernels:
             if not isinstance(b, Binding):
                 raise KernelError(Diagnostic(
@@ -53,19 +47,13 @@ class Spec:
                     site, hint="bind the kernel's parameters to views: my_kernel.bind(x=Window.snap, ...)",
                 ))
         kernels = _with_program_bindings(kernels, programs)
-        for b in kernels:
-            if b.name in (name, "lg"):  # `namespace <spec>` and `namespace lg` are in the generated code
-                raise KernelError(Diagnostic(
-                    "LG208", f"kernel `{b.name}` would clash with the C++ namespace `{b.name}` of the generated "
-                    f"code" + (" (the spec's name)" if b.name == name else ""), b.site,
-                    hint=f"name the binding: {b.kernel.name}.bind(name=\"...\", ...), or rename the spec",
-                ))
+        _check_file_names(name, kernels)
         ordered: dict[int, Layout] = {}
         for lay in [*layouts, *(v.layout for b in kernels for _, v in b.views)]:  # views carry what made them
             if not isinstance(lay, Layout):
                 raise KernelError(Diagnostic("LG208", f"the layouts of spec `{name}` must be layouts, got {lay!r}", site))
             ordered.setdefault(id(lay), lay)
-        layout_names = {lay.name for lay in ordered.values()}
+        layout_names = _layout_names(name, list(ordered.values()))
         for b in kernels:
             if b.name in layout_names:  # the generated Python module defines both at top level
                 raise KernelError(Diagnostic(
@@ -73,14 +61,7 @@ class Spec:
                     f"would define both", b.site,
                     hint=f"name the binding: {b.kernel.name}.bind(name=\"...\", ...), or rename the layout",
                 ))
-        for what, declared in [("a kernel", b) for b in kernels] + [("a layout", lay) for lay in ordered.values()]:
-            if declared.name in MODULE_NAMES:
-                raise KernelError(Diagnostic(
-                    "LG208", f"{what} named `{declared.name}` would replace a name the generated Python module "
-                    f"imports", declared.site, hint="rename it",
-                ))
         taken = {b.name: "a kernel" for b in kernels} | {lay.name: "a layout" for lay in ordered.values()}
-        taken |= {n: "a name the generated module imports" for n in MODULE_NAMES}
         for prog in programs:
             for generated in (prog.name, f"capture_{prog.name}"):
                 if generated in taken:  # the spec's own name is free: runners are Python only
@@ -95,6 +76,47 @@ class Spec:
         object.__setattr__(self, "kernels", tuple(kernels))
         object.__setattr__(self, "programs", tuple(programs))
         object.__setattr__(self, "site", site)
+
+
+def _check_file_names(spec: str, kernels: Sequence[Binding]) -> None:
+    """LG212 when two kernels' files differ only in case: one file where case does not count (macOS, Windows).
+
+    Two kernels of one name are LG209, reported by ``layoutgen check`` with the other binding checks.
+    """
+    first: dict[str, Binding] = {}
+    for b in kernels:
+        other = first.setdefault(b.name.casefold(), b)
+        if other.name != b.name:
+            raise KernelError(Diagnostic(
+                "LG212", f"kernels `{other.name}` and `{b.name}` of spec `{spec}` would be generated into "
+                f"`{other.name}.cu` and `{b.name}.cu`, one file where case does not count (macOS, Windows; "
+                f"`{other.name}` bound at {other.site})", b.site,
+                hint=f"name the binding: {b.kernel.name}.bind(name=\"...\", ...)",
+            ))
+
+
+def _layout_names(spec: str, layouts: Sequence[Layout]) -> set[str]:
+    """The layouts' names; LG212 for two different layouts of one name, which would share a view struct and a
+    class (two declarations of the same rows, like the packed layouts of two ``field_copies``, may)."""
+    first: dict[str, Layout] = {}
+    for lay in layouts:
+        other = first.setdefault(lay.name, lay)
+        if _geometry(other) != _geometry(lay):
+            raise KernelError(Diagnostic(
+                "LG212", f"spec `{spec}` has two layouts named `{lay.name}` (the other declared at {other.site}); "
+                "its generated views and classes are named after each layout", lay.site,
+                hint="rename one of them",
+            ))
+    return set(first)
+
+
+def _geometry(layout: Layout) -> tuple[object, ...]:
+    """Everything of a layout that its generated view structs and class are made of (not docs, not sites)."""
+    def region(r: Region | None) -> object:
+        return None if r is None else (r.name, r.kind, r.start, r.stop, r.shape, tuple(map(region, r.children)))
+
+    return (layout.dims, layout.dtype, region(layout.record), layout.column_unit, layout.named_axis,
+            region(layout.axis_ranges), layout.read_only)
 
 
 def same_binding(a: Binding, b: Binding) -> bool:

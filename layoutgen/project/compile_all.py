@@ -1,43 +1,72 @@
-"""``layoutgen check --compile``: NVRTC-compile every generated kernel offline."""
+"""``layoutgen check --compile``: NVRTC-compile every generated kernel offline.
+
+Each error keeps NVRTC's whole text and lands at the user's line: errors in a
+kernel's body are at the template's line already (``#line``); an error in the
+spec's views header is placed at the template line that instantiated it, else
+at the declaration whose view it is in (the header says ``Declared at
+<spec>:<line>`` above each view), and names the header by its path under the
+project root. What is one cause is one diagnostic: an arch NVRTC does not
+compile for, or an error in the header that every kernel includes.
+"""
 
 from __future__ import annotations
 
+import re
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from ..runtime.cache import CubinCache
-from ..runtime.nvrtc import CompileError, CompileRequest
+from ..runtime.cache import CacheError, CubinCache
+from ..runtime.nvrtc import CompileError, CompileRequest, LogError, check_arch, parse_log
 from ..schema.diagnostics import Diagnostic, Site
 from .config import Config
 from .process import SpecResult
+
+# The comment the views header carries above each view struct (layoutgen/templates/views.cuh.j2).
+_DECLARED = re.compile(r"^// Declared at (?P<path>.+):(?P<line>\d+)\.")
 
 
 def compile_results(
     results: Sequence[SpecResult], config: Config, *, report: bool = False, progress: bool = True
 ) -> list[Diagnostic]:
-    """Compile each rendered kernel (through the cubin cache, so this also warms it)."""
+    """Compile each rendered kernel (through the cubin cache, so this also warms it).
+
+    A cache that is unsafe (LG512) or unusable (LG513) is reported once, like a compile error; so is an
+    arch NVRTC does not compile for, or NVRTC missing, checked before any kernel is compiled.
+    """
     cache = CubinCache(config.cache_path) if config.cache_path else CubinCache.default()
-    jobs: list[tuple[str, str, tuple[tuple[str, str], ...]]] = []
+    jobs: list[tuple[str, str, tuple[tuple[str, str], ...], dict[str, str]]] = []
     for result in results:
         if result.spec is None or not result.files:
             continue
-        headers = tuple(sorted(
-            (path.rsplit("/", 1)[-1], text) for path, text in result.files.items() if path.endswith(".cuh")
-        ))
-        jobs.extend((path, text, headers) for path, text in sorted(result.files.items()) if path.endswith(".cu"))
+        # A kernel includes its spec's header by file name; the header's path under the root names it to users.
+        names = {path.rsplit("/", 1)[-1]: path for path in result.files if path.endswith(".cuh")}
+        texts = tuple(sorted((name, result.files[path]) for name, path in names.items()))
+        jobs.extend((path, text, texts, names) for path, text in sorted(result.files.items()) if path.endswith(".cu"))
+    if not jobs:
+        return []
+    try:
+        check_arch(config.arch)
+    except CompileError as exc:  # the same for every kernel: say it once, and compile nothing
+        return list(exc.diagnostics)
     diags: list[Diagnostic] = []
     show = progress and sys.stderr.isatty()
-    for n, (path, text, headers) in enumerate(jobs, start=1):
+    for n, (path, text, headers, names) in enumerate(jobs, start=1):
         if show:
             print(f"\rcompiling {n}/{len(jobs)} {path}\x1b[K", end="", file=sys.stderr, flush=True)
         request = CompileRequest(source=text, name=path, headers=headers, arch=config.arch, report=report)
         try:
             compiled = cache.get_or_compile(request)
         except CompileError as exc:
-            # NVRTC names files as the generated code does: relative to the project root.
-            diags.extend(_at_root(d, config) for d in exc.diagnostics)
+            errors = parse_log(exc.log)
+            found = ([placed(e, names, dict(headers), path, config.root) for e in errors] if errors else
+                     [_at_root(d, config.root) for d in exc.diagnostics])
+            diags.extend(d for d in found if d not in diags)  # a header's error comes with every kernel
+            continue
+        except CacheError as exc:  # LG512/LG513: the same for every kernel when it is the cache's folder
+            if exc.diagnostic not in diags:
+                diags.append(exc.diagnostic)
             continue
         if report:
             for r in compiled.resources:
@@ -51,8 +80,47 @@ def compile_results(
     return diags
 
 
-def _at_root(diag: Diagnostic, config: Config) -> Diagnostic:
+def placed(error: LogError, names: Mapping[str, str], headers: Mapping[str, str], kernel: str,
+           root: Path) -> Diagnostic:
+    """LG501 for one error of the log of ``kernel`` (its path under ``root``), at the user's line.
+
+    ``names`` maps each header's include name to its path under the root, ``headers`` to its text.
+    An error in a header goes to the last place the instantiations name outside generated code (the
+    template line that asked for it), else to the declaration of the view it is in, else to the header
+    itself; the message names the header's line by its path under the root.
+    """
+    site = error.site
+    if site is None or site.path not in names:  # a template's line, the kernel file's, or none: as NVRTC says
+        return _at_root(Diagnostic("LG501", error.text(names), site, error.hint), root)
+    header = f"{names[site.path]}:{site.line}"
+    declared = declared_at(headers[site.path], site.line)
+    generated = {*names, kernel}
+    user = next((s for s in reversed(error.instantiated_at) if s.path not in generated), None)
+    view = f", the view declared at {Site(str(root / declared.path), declared.line)}" if declared else ""
+    if user is not None:
+        return _at_root(Diagnostic("LG501", error.text(names, f"in {header}{view}, instantiated here"), user,
+                                   error.hint), root)
+    if declared is not None:
+        return Diagnostic("LG501", error.text(names, f"in {header}, the view generated from this declaration"),
+                          Site(str(root / declared.path), declared.line), error.hint)
+    return Diagnostic("LG501", error.text(names), Site(str(root / names[site.path]), site.line), error.hint)
+
+
+def declared_at(header: str, line: int) -> Site | None:
+    """The ``Declared at <spec>:<line>`` of the view struct around ``line`` of a views header, or None
+    where the line is in no view (layoutgen's own ``lg::Field``): the comment is above the struct, and
+    a ``}`` in the first column before it closes an earlier struct or namespace."""
+    lines = header.splitlines()
+    for text in reversed(lines[: max(line - 1, 0)]):
+        if m := _DECLARED.match(text):
+            return Site(m["path"], int(m["line"]))
+        if text.startswith("}"):
+            return None
+    return None
+
+
+def _at_root(diag: Diagnostic, root: Path) -> Diagnostic:
     """``diag`` with a relative site made absolute under the project root (shown relative to the cwd)."""
     if diag.site is None or Path(diag.site.path).is_absolute():
         return diag
-    return replace(diag, site=Site(str(config.root / diag.site.path), diag.site.line))
+    return replace(diag, site=Site(str(root / diag.site.path), diag.site.line))

@@ -19,7 +19,9 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import Any
 
-from ..schema.diagnostics import display_path
+from ..checks.suppress import can_ignore
+from ..schema.diagnostics import CODES, display_path
+from .selection import Selection
 
 #: Every key of ``[tool.layoutgen]``, with a one-line description and its
 #: default; the configuration docs are generated from this table.
@@ -30,9 +32,16 @@ KEYS: dict[str, str] = {
     "cache_dir": "folder for compiled kernels, relative to the project root (default: layoutgen's user cache)",
     "debug": "generate the debug build: bounds-checked accessors and a NaN/Inf scan after each launch "
              "(default: false)",
+    "select": 'diagnostic codes or prefixes to report among those that can be turned off, like ["LG4"] '
+              "(default: all)",
+    "ignore": 'diagnostic codes or prefixes not to report, like ["LG401", "LG303"]; only warnings, notes and '
+              "the lint's LG401/LG403 can be ignored (default: none)",
+    "warnings_as_errors": "count every warning as an error: in the exit status, the summary, and what stops "
+                          "`generate` (default: false)",
 }
 
 _ARCH_RE = re.compile(r"sm_\d+a?")
+_CODE_PREFIX = re.compile(r"LG\d{0,3}")
 
 
 class ConfigError(ValueError):
@@ -40,11 +49,13 @@ class ConfigError(ValueError):
 
 
 class _Invalid(Exception):
-    """Raised by a checker with what the value must be; the caller adds the rest."""
+    """Raised by a checker with what the value must be (and which part of it is not, for a list); the caller
+    adds the rest."""
 
-    def __init__(self, expected: str) -> None:
+    def __init__(self, expected: str, got: str | None = None) -> None:
         super().__init__(expected)
         self.expected = expected
+        self.got = got
 
 
 def _path_text(value: object) -> str:
@@ -72,6 +83,12 @@ def _check_out(value: object) -> str:
         text = _path_text(value)
     except _Invalid:
         raise _Invalid(expected) from None
+    # The output folder is written into generated code and compared as a '/'-path:
+    # a backslash would be a separator on Windows and a letter elsewhere.
+    if "\\" in text:
+        raise _Invalid('a folder inside the project with "/" between its parts, like "generated"')
+    if any(ord(c) < 0x20 or ord(c) == 0x7F for c in text):
+        raise _Invalid('a folder inside the project named without control characters, like "generated"')
     pure = PurePosixPath(text)
     # Output folders are scanned for generated files to delete: keep them
     # inside the project, never the project root itself.
@@ -101,12 +118,45 @@ def _check_debug(value: object) -> bool:
     return value
 
 
+_CODES_EXAMPLE = 'a list of diagnostic codes or their prefixes, like ["LG401", "LG3"]'
+
+
+def _codes(value: object) -> tuple[str, ...]:
+    """A list of codes or prefixes, each naming at least one registered code."""
+    if not isinstance(value, (list, tuple)) or not all(isinstance(item, str) for item in value):
+        raise _Invalid(_CODES_EXAMPLE)
+    for item in value:
+        if not _CODE_PREFIX.fullmatch(item) or not any(code.startswith(item) for code in CODES):
+            raise _Invalid(_CODES_EXAMPLE, f"{_shown(item)}, which is no code and no prefix of one")
+    return tuple(value)
+
+
+def _check_select(value: object) -> tuple[str, ...]:
+    return _codes(value)
+
+
+def _check_ignore(value: object) -> tuple[str, ...]:
+    codes = _codes(value)
+    ignorable = ", ".join(sorted(c for c in CODES if can_ignore(c)))
+    for item in codes:
+        covered = [code for code in CODES if code.startswith(item)]
+        if not any(can_ignore(code) for code in covered):
+            what = (f"{item} ({CODES[item].name}) is an error" if item in CODES
+                    else f"every code starting with {item} is an error")
+            raise _Invalid(f"a list of codes that can be ignored ({ignorable}) or their prefixes",
+                           f"{_shown(item)}: {what} that stops generation")
+    return codes
+
+
 _CHECKS: dict[str, Callable[[object], object]] = {
     "specs": _check_specs,
     "out": _check_out,
     "arch": _check_arch,
     "cache_dir": _check_cache_dir,
     "debug": _check_debug,
+    "select": _check_select,
+    "ignore": _check_ignore,
+    "warnings_as_errors": _check_debug,
 }
 
 
@@ -125,7 +175,8 @@ def _check(key: str, value: object, label: str, source: str) -> object:
         return _CHECKS[key](value)
     except _Invalid as bad:
         where = f" ({source})" if source else ""
-        raise ConfigError(f"`{label}` must be {bad.expected}, got {_shown(value)}{where}") from None
+        got = _shown(value) if bad.got is None else bad.got
+        raise ConfigError(f"`{label}` must be {bad.expected}, got {got}{where}") from None
 
 
 @dataclass(frozen=True)
@@ -142,10 +193,18 @@ class Config:
     arch: str = "sm_90"
     cache_dir: str | None = None
     debug: bool = False
+    select: tuple[str, ...] = ()
+    ignore: tuple[str, ...] = ()
+    warnings_as_errors: bool = False
 
     def __post_init__(self) -> None:
         for key in KEYS:
             object.__setattr__(self, key, _check(key, getattr(self, key), f"Config.{key}", ""))
+
+    @property
+    def selection(self) -> Selection:
+        """Which diagnostics a run reports, and whether warnings count as errors."""
+        return Selection(self.select, self.ignore, self.warnings_as_errors)
 
     @property
     def spec_paths(self) -> tuple[Path, ...]:

@@ -1,23 +1,25 @@
-"""Writing generated output safely: stamped, planned, atomic, never foreign.
+"""Planning generated output: stamped, compared with the disk, never foreign, never outside.
 
 Every generated file carries the stamp of :mod:`layoutgen.codegen.stamp`;
 the marker is how layoutgen tells its own files from the user's: it updates
 and deletes only marked files, and refuses (LG503) to overwrite anything else.
+A marked file whose hash no longer matches was edited by hand (LG509), and
+an output folder that resolves outside the project is refused (LG510).
 
 Writing is two steps so that ``check`` can report drift without touching the
 disk: :func:`plan_output` compares the wanted files with the disk and
-:func:`apply` carries the plan out, each file written to a temporary file
-beside it and renamed into place.
+:func:`layoutgen.project.writing.apply` carries the plan out. Temporary files
+are named ``.<name>.<8 hex digits>.tmp`` beside the file ``<name>`` they will
+replace; one found by a plan was left by a run that was killed, and the plan
+lists it to be removed (it is never taken for an output).
 """
 
 from __future__ import annotations
 
-import contextlib
 import difflib
+import errno
 import os
 import re
-import secrets
-import stat
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
@@ -27,6 +29,12 @@ from ..codegen.stamp import MARKER, is_generated, verify
 from ..schema.diagnostics import Diagnostic, LayoutgenError, Site
 
 _NEEDS = {"add": "new text only", "update": "old and new text", "delete": "old text only"}
+#: A temporary file of layoutgen's beside ``target``, the file it will replace (see the writer).
+TEMPORARY = re.compile(r"\.(?P<target>.+)\.[0-9a-f]{8}\.tmp")
+
+
+class OutputError(LayoutgenError, OSError):
+    """The output folder could not be read or written (LG511); a write keeps the files as they were."""
 
 
 @dataclass(frozen=True)
@@ -49,13 +57,15 @@ class Plan:
 
     ``changes`` and ``unchanged`` are sorted by path; ``conflicts`` are LG503
     diagnostics for files in the way, and :func:`apply` refuses a plan that
-    has any.
+    has any. ``temporaries`` are layoutgen's temporary files left by a run
+    that was killed, to be removed.
     """
 
     module_dir: str
     changes: tuple[Change, ...] = ()
     unchanged: tuple[str, ...] = ()
     conflicts: tuple[Diagnostic, ...] = ()
+    temporaries: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         # Sorted here rather than trusted, so every Plan diffs and applies
@@ -63,6 +73,7 @@ class Plan:
         object.__setattr__(self, "changes", tuple(sorted(self.changes, key=lambda c: c.path)))
         object.__setattr__(self, "unchanged", tuple(sorted(self.unchanged)))
         object.__setattr__(self, "conflicts", tuple(self.conflicts))
+        object.__setattr__(self, "temporaries", tuple(sorted(self.temporaries)))
 
     @property
     def paths(self) -> tuple[str, ...]:
@@ -83,27 +94,37 @@ def _parts(path: str, what: str) -> tuple[str, ...]:
     return pure.parts
 
 
-def _read(path: Path) -> str | None:
-    """A file's text as it is on disk (no newline translation); None if not UTF-8."""
+def read_text(path: Path) -> str | None:
+    """A file's text as it is on disk (no newline translation); None if not UTF-8 or not there.
+
+    Raises OSError for a file that cannot be read (permissions).
+    """
     try:
         return path.read_bytes().decode("utf-8")
-    except UnicodeDecodeError:
+    except (UnicodeDecodeError, FileNotFoundError, NotADirectoryError):  # NotADirectory: a file above it
         return None
 
 
-def _marked_files(root: Path, module_dir: str) -> dict[str, str]:
-    """Every regular file under ``module_dir`` that carries the marker, by path."""
+def _scan(root: Path, module_dir: str, wanted: Mapping[str, str]) -> tuple[dict[str, str], list[str]]:
+    """Under ``module_dir``: every regular file that carries the marker (by path, with its text),
+    and layoutgen's temporary files (those named for a file that is wanted or marked beside them)."""
     found: dict[str, str] = {}
+    candidates: list[tuple[str, str]] = []  # (temporary, the file it would have replaced)
     for dirpath, dirnames, filenames in os.walk(root / module_dir):
         dirnames[:] = sorted(d for d in dirnames if d != "__pycache__")
+        folder = Path(dirpath).relative_to(root).as_posix()
         for name in sorted(filenames):
             full = Path(dirpath, name)
             if full.is_symlink():  # layoutgen never makes links
                 continue
-            text = _read(full)
+            temporary = TEMPORARY.fullmatch(name)
+            if temporary:  # never an output, whatever it holds
+                candidates.append((f"{folder}/{name}", f"{folder}/{temporary['target']}"))
+                continue
+            text = read_text(full)
             if text is not None and is_generated(text):
-                found[full.relative_to(root).as_posix()] = text
-    return found
+                found[f"{folder}/{name}"] = text
+    return found, [temp for temp, target in candidates if target in found or target in wanted]
 
 
 def _foreign(root: Path, rel: str, why: str, *, is_file: bool) -> Diagnostic:
@@ -115,7 +136,7 @@ def _foreign(root: Path, rel: str, why: str, *, is_file: bool) -> Diagnostic:
     )
 
 
-def _obstacle(root: Path, rel: str, deleting: set[str]) -> Diagnostic | None:
+def obstacle(root: Path, rel: str, deleting: set[str]) -> Diagnostic | None:
     """Why layoutgen may not write ``rel`` (a diagnostic), or None if it may."""
     parts = rel.split("/")
     for i in range(1, len(parts)):
@@ -129,7 +150,7 @@ def _obstacle(root: Path, rel: str, deleting: set[str]) -> Diagnostic | None:
     if target.is_dir():
         return _foreign(root, rel, "it is a folder", is_file=False)
     if target.exists():
-        text = _read(target)
+        text = read_text(target)
         if text is None or not is_generated(text):
             return _foreign(root, rel, f"it has no `{MARKER}` line", is_file=True)
     return None
@@ -141,106 +162,90 @@ def plan_output(root: Path, module_dir: str, files: Mapping[str, str]) -> Plan:
     Every path must lie under ``module_dir``. New files are added, differing
     ones updated, marked files under ``module_dir`` that are no longer wanted
     deleted; a file without the marker where one is wanted is a conflict
-    (LG503). Unmarked files nobody wants are left alone. Raises ValueError
-    for a path that is not canonical or not under ``module_dir``.
+    (LG503), and so is a ``module_dir`` that resolves outside ``root``
+    (LG510) or cannot be read (LG511). Unmarked files nobody wants are left
+    alone. Raises ValueError for a path that is not canonical or not under
+    ``module_dir``.
     """
     base = _parts(module_dir, "module_dir")
     for rel in files:
         parts = _parts(rel, "an output path")
         if len(parts) <= len(base) or parts[: len(base)] != base:
             raise ValueError(f"output path {rel!r} is not under {module_dir!r}")
-    marked = _marked_files(root, module_dir)
+    outside = outside_project(root, module_dir)
+    if outside is not None:
+        return Plan(module_dir, conflicts=(outside,))
+    try:
+        return _plan(root, module_dir, files)
+    except OSError as exc:
+        return Plan(module_dir, conflicts=(io_error(root, exc, "read", exc.filename),))
+
+
+def _plan(root: Path, module_dir: str, files: Mapping[str, str]) -> Plan:
+    marked, temporaries = _scan(root, module_dir, files)
     deleting = set(marked) - set(files)
     changes = [Change(rel, "delete", marked[rel], None) for rel in deleting]
     unchanged: list[str] = []
     conflicts: list[Diagnostic] = []
     for rel in sorted(files):
         new = files[rel]
-        obstacle = _obstacle(root, rel, deleting)
-        if obstacle is not None:
-            conflicts.append(obstacle)
+        problem = obstacle(root, rel, deleting)
+        if problem is not None:
+            conflicts.append(problem)
             continue
-        target = root / rel
-        old = _read(target) if target.exists() else None
+        old = read_text(root / rel)
         if old is None:
             changes.append(Change(rel, "add", None, new))
         elif old == new:
             unchanged.append(rel)
         else:
             changes.append(Change(rel, "update", old, new))
-    return Plan(module_dir, tuple(changes), tuple(unchanged), tuple(conflicts))
+    return Plan(module_dir, tuple(changes), tuple(unchanged), tuple(conflicts), tuple(temporaries))
 
 
-def apply(root: Path, plan: Plan) -> list[str]:
-    """Carry out ``plan`` under ``root``; return the paths changed, in order.
-
-    Raises :class:`LayoutgenError` with the first conflict, before writing
-    anything, when the plan has conflicts or a file got in the way since it
-    was planned. Each file is written atomically; unchanged files are not
-    touched; folders left empty under ``module_dir`` are removed.
-    """
-    if plan.conflicts:
-        raise LayoutgenError(plan.conflicts[0])
-    deletes = [c for c in plan.changes if c.kind == "delete"]
-    writes = [c for c in plan.changes if c.kind != "delete"]
-    deleting = {c.path for c in deletes}
-    # The disk may have changed since planning; check again, all first.
-    for change in writes:
-        obstacle = _obstacle(root, change.path, deleting)
-        if obstacle is not None:
-            raise LayoutgenError(obstacle)
-    done: list[str] = []
-    # Deletes first, so a generated file may give way to a folder of the same name.
-    for change in deletes:
-        target = root / change.path
-        text = _read(target) if target.is_file() and not target.is_symlink() else None
-        if text is not None and is_generated(text):
-            target.unlink()
-            done.append(change.path)
-    for change in writes:
-        _write_atomic(root / change.path, change.new or "")  # never None: see Change
-        done.append(change.path)
-    _prune(root, plan.module_dir, [c for c in deletes if c.path in done])
-    return sorted(done)
+def outside_project(root: Path, rel: str) -> Diagnostic | None:
+    """LG510 when the folder ``rel`` leads (through a link) outside ``root``, or to it; else None."""
+    base = root.resolve()
+    target = (root / rel).resolve()
+    if base in target.parents:
+        return None
+    relative = os.path.relpath(target, base)
+    shown = relative if len(relative) < len(str(target)) else str(target)  # "../elsewhere" over a long path
+    return Diagnostic(
+        "LG510", f"`{rel}` leads through a symbolic link to `{shown}`, which is not inside the project; layoutgen "
+        "writes only inside it", None,
+        f"make `{rel}` a folder inside the project, or choose another output folder (`--out`)",
+    )
 
 
-def _write_atomic(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` so that readers see the old file or the new, never half."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    mode = stat.S_IMODE(path.stat().st_mode) if path.exists() else None
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)
-    while True:
-        tmp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
-        try:
-            fd = os.open(tmp, flags, 0o666)  # 0o666: let the umask decide, as for any new file
-            break
-        except FileExistsError:
-            continue
+def hand_edited(root: Path, rel: str) -> Diagnostic:
+    """LG509 for the generated file ``rel``, whose stamp no longer matches its text."""
+    return Diagnostic(
+        "LG509", f"`{rel}` was edited by hand after layoutgen generated it (its `{MARKER}` line no longer matches); "
+        "layoutgen keeps the edit", Site(str(root / rel), 1),
+        "move the change into the spec or its template, or run `layoutgen generate --force` to overwrite it",
+    )
+
+
+_FULL = (errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC))
+_IN_THE_WAY = (errno.ENOTDIR, errno.EEXIST)
+
+
+def io_error(root: Path, exc: OSError, verb: str, path: object) -> Diagnostic:
+    """LG511: ``verb`` ("write", "read", ...) of ``path`` failed with ``exc``, named relative to ``root``."""
+    full = Path(os.fsdecode(path)) if isinstance(path, (str, bytes, os.PathLike)) else root
     try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
-            # No fsync: the rename keeps readers from ever seeing half a file,
-            # and a generated file lost to a power cut is regenerated.
-            f.write(text)
-        if mode is not None:  # keep the mode of the file it replaces
-            os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-
-
-def _prune(root: Path, module_dir: str, deleted: list[Change]) -> None:
-    """Remove folders that deleting files left empty, up to ``module_dir`` itself."""
-    top = root / module_dir
-    for change in sorted(deleted, key=lambda c: c.path, reverse=True):
-        folder = (root / change.path).parent
-        while folder == top or top in folder.parents:
-            try:
-                folder.rmdir()  # fails, and stops the climb, unless empty
-            except OSError:
-                break
-            folder = folder.parent
+        rel = full.relative_to(root).as_posix()
+    except ValueError:
+        rel = str(full)
+    if exc.errno in _FULL:
+        hint = "make room on the disk, or choose another output folder (`--out`)"
+    elif exc.errno in _IN_THE_WAY:
+        hint = f"a file is where `{rel}` needs a folder: move it away, or choose another output folder (`--out`)"
+    else:
+        folder = rel.rsplit("/", 1)[0] if verb != "create" else rel
+        hint = f"make `{folder}` writable, or choose another output folder (`--out`)"
+    return Diagnostic("LG511", f"cannot {verb} `{rel}`: {exc.strerror or exc}", None, hint)
 
 
 def unified_diff(plan: Plan) -> str:

@@ -7,16 +7,18 @@ first, so one run shows all that is wrong.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ..checks import check_spec
-from ..checks.lint import lint_rendered, lint_template
+from ..checks.lint import each_once, lint_rendered, lint_template
+from ..checks.suppress import read_suppressions
 from ..codegen.render import relative, render_spec
 from ..declare.spec import Spec
 from ..schema.diagnostics import Diagnostic, Severity, Site
 from .config import Config
-from .files import Plan, plan_output
+from .files import Plan, hand_edited, plan_output
 from .specload import load_spec
 
 
@@ -40,30 +42,82 @@ def process_spec(config: Config, spec_file: Path) -> SpecResult:
     root = config.root
     rel = relative(spec_file, root)
     loaded = load_spec(spec_file)
+    reported = config.selection.apply  # select, ignore, warnings as errors: before every stop
     if loaded.spec is None:
-        return SpecResult(rel, None, {}, loaded.diagnostics, None)
+        return SpecResult(rel, None, {}, tuple(reported(loaded.diagnostics)), None)
     spec = loaded.spec
-    diags = list(check_spec(spec))
-    for binding in spec.kernels:
-        diags.extend(lint_template(binding, binding.kernel.template_path))
-    if any(d.severity is Severity.ERROR for d in diags):
+    diags = [*loaded.diagnostics, *check_spec(spec)]  # what loading warned of (LG306), then the checks
+    # The lint reads each template's text, then the body as rendered; a `// layoutgen: ignore` comment
+    # suppresses what either finds on its line, and one that suppresses nothing is LG404.
+    # (Until both readings ran, a comment's use is not known: LG404 waits for the rendered one.)
+    comments = read_suppressions([binding.kernel.template_path for binding in spec.kernels])
+    linted = [d for binding in spec.kernels for d in lint_template(binding, binding.kernel.template_path)]
+    kept, used = comments.apply(each_once(linted))  # a template bound twice: each cause once
+    diags = reported([*diags, *kept])
+    if _failed(diags):
         return SpecResult(rel, spec, {}, tuple(diags), None)
     rendered = render_spec(spec, root, rel, debug=config.debug, out=config.out,
                            cache_dir=config.cache_dir_from(f"{config.out}/{spec.name}"))
-    diags.extend(rendered.diagnostics)
+    diags.extend(reported(rendered.diagnostics))
     if rendered.diagnostics:
         return SpecResult(rel, spec, {}, tuple(diags), None)
+    again: list[Diagnostic] = []
     for binding in spec.kernels:  # the lint again, on what `{{ }}` rendered: at the template's lines
         template = binding.kernel.template_path
         kernel = rendered.files.get(f"{spec.name}/{binding.name}.cu")
         if kernel is not None:
-            diags.extend(lint_rendered(binding, template, relative(template, root), kernel))
-    if any(d.severity is Severity.ERROR for d in diags):
+            again.extend(lint_rendered(binding, template, relative(template, root), kernel))
+    kept, used_again = comments.apply(each_once(again))  # what the text showed is suppressed again
+    diags.extend(reported([*kept, *comments.unused(used | used_again)]))
+    if _failed(diags):
         return SpecResult(rel, spec, {}, tuple(diags), None)
     files = {f"{config.out}/{path}": text for path, text in rendered.files.items()}
     plan = plan_output(root, f"{config.out}/{spec.name}", files)
     diags.extend(plan.conflicts)
     return SpecResult(rel, spec, files, tuple(diags), plan)
+
+
+def _failed(diags: Sequence[Diagnostic]) -> bool:
+    return any(d.severity is Severity.ERROR for d in diags)
+
+
+def process_specs(config: Config, spec_files: Sequence[Path]) -> list[SpecResult]:
+    """:func:`process_spec` for each spec module (each file once), then the checks across them (LG507)."""
+    unique = list(dict.fromkeys(Path(p).resolve() for p in spec_files))
+    return _one_spec_per_folder(config, [process_spec(config, path) for path in unique])
+
+
+def _one_spec_per_folder(config: Config, results: list[SpecResult]) -> list[SpecResult]:
+    """Refuse (LG507, at each one's ``Spec(...)``) specs that would write one folder.
+
+    Their plans would delete each other's files, and the folder would flip on every run. Names that
+    differ only in case count as one: on macOS and Windows their folders are the same.
+    """
+    groups: dict[str, list[int]] = {}
+    for i, result in enumerate(results):
+        if result.spec is not None:
+            groups.setdefault(result.spec.name.casefold(), []).append(i)
+    out = list(results)
+    for members in (g for g in groups.values() if len(g) > 1):
+        files = _listed([f"`{results[i].path}`" for i in members])
+        names = sorted({s.name for i in members if (s := results[i].spec) is not None})
+        every = "both" if len(members) == 2 else "all"
+        if len(names) == 1:
+            message = (f"spec modules {files} {every} define the spec `{names[0]}`, so {every} would write "
+                       f"`{config.out}/{names[0]}/`")
+        else:
+            message = (f"spec modules {files} define the specs {_listed([f'`{n}`' for n in names])}, whose folders "
+                       f"under `{config.out}/` are one on a case-insensitive file system")
+        for i in members:
+            spec = results[i].spec
+            diag = Diagnostic("LG507", message, spec.site if spec else None,
+                              hint='give each spec a name of its own: Spec("...", ...)')
+            out[i] = replace(results[i], files={}, plan=None, diagnostics=(*results[i].diagnostics, diag))
+    return out
+
+
+def _listed(items: list[str]) -> str:
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
 
 
 def no_specs(config: Config) -> Diagnostic:
@@ -82,14 +136,26 @@ def no_specs(config: Config) -> Diagnostic:
 
 
 def drift_diagnostics(result: SpecResult, root: Path) -> list[Diagnostic]:
-    """LG502 for each generated file that differs from what the spec generates now."""
-    if result.plan is None:
+    """LG509 for each generated file edited by hand, then one LG502 for the spec listing every other file
+    that differs from what it generates now, and each temporary file that a killed ``generate`` left.
+
+    One stale tree is one cause (the spec changed, or ``generate`` was not run), so it is one diagnostic.
+    """
+    plan = result.plan
+    if plan is None:
         return []
-    out = []
-    for change in result.plan.changes:
-        what = {"add": "is missing", "update": "is out of date", "delete": "is no longer generated"}[change.kind]
+    edited = set(plan.edited)
+    out = [hand_edited(root, c.path) for c in plan.changes if c.path in edited]
+    what = {"add": "is missing", "update": "is out of date", "delete": "is no longer generated"}
+    stale = [f"{c.path} {what[c.kind]}" for c in plan.changes if c.path not in edited]
+    stale += [f"{t} is a temporary file left by an interrupted `layoutgen generate`" for t in plan.temporaries]
+    if stale:
+        files = f"{len(stale)} file{'s' if len(stale) > 1 else ''} of `{plan.module_dir}/`"
+        name = result.spec.name if result.spec is not None else result.path
         out.append(Diagnostic(
-            "LG502", f"{change.path} {what} (spec {result.path})", Site(str(root / result.path), 1),
-            hint="run `layoutgen generate` and commit the result",
+            "LG502", f"{files} {'are' if len(stale) > 1 else 'is'} not what spec `{name}` generates now:"
+            + "".join(f"\n  {line}" for line in stale), Site(str(root / result.path), 1),
+            hint="run `layoutgen generate` and commit the result" if len(stale) > len(plan.temporaries) else
+            "run `layoutgen generate`: it removes " + ("them" if len(plan.temporaries) > 1 else "the file"),
         ))
     return out

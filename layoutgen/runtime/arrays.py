@@ -9,6 +9,7 @@ back in elements, whatever the library reports.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -19,7 +20,11 @@ from ..schema.dtypes import DTYPES
 
 
 class ArrayKindError(TypeError):
-    """The object is not a CUDA device array layoutgen can read."""
+    """The object is not a CUDA device array layoutgen can read (or reads wrongly); ``hint`` says what to do."""
+
+    def __init__(self, message: str, hint: str | None = None) -> None:
+        super().__init__(message)
+        self.hint = hint
 
 
 @dataclass(slots=True)  # not frozen: a frozen dataclass costs ~1 us more to build, on every launch
@@ -57,15 +62,23 @@ def dtype_text(numpy_name: str) -> str:
 # computed in Python by numpy (~3 us); a dict look-up is ~0.1 us.
 _DTYPES: dict[Any, tuple[str, int]] = {}
 
+_FOREIGN_ORDER = ">" if sys.byteorder == "little" else "<"  # the byte order a typestr may name that is not ours
+
+
+def non_native(name: str) -> bool:
+    """Whether a dtype name from :func:`array_info` is one in the other byte order (``">f4"``)."""
+    return name[:1] in ("<", ">")  # numpy's names ("float32") never start so; such an array is named by its typestr
+
 
 def _dtype(key: Any) -> tuple[str, int]:
     known = _DTYPES.get(key)
     if known is None:
-        if isinstance(key, str) and key.endswith("V2"):  # bfloat16 as JAX exports it
-            known = ("bfloat16", 2)
+        if isinstance(key, str) and key.endswith("V2"):  # bfloat16 as JAX exports it (numpy has no order for V)
+            known = (key if key.startswith(_FOREIGN_ORDER) else "bfloat16", 2)
         else:
             dtype = np.dtype(key)
-            known = (dtype.name, dtype.itemsize)
+            # ">f4" is float32 to numpy's `.name`, but its bytes are reversed: a kernel would read garbage.
+            known = (dtype.str if dtype.byteorder not in "=|" else dtype.name, dtype.itemsize)
         _DTYPES[key] = known
     return known
 
@@ -92,6 +105,15 @@ def _from_cupy(a: Any) -> ArrayInfo:
 
 
 def _from_torch(t: Any) -> ArrayInfo:
+    # torch's lazy negation and conjugation are bits on the tensor, not in its memory: a kernel reading
+    # data_ptr() would see the values un-negated (un-conjugated).
+    if t.is_neg():
+        raise ArrayKindError("a torch tensor with its negative bit set (`torch._neg_view`, or the imaginary part of "
+                             "a conjugate view) would be read without the negation",
+                             hint="materialise it once: `t.resolve_neg()`")
+    if t.is_conj():
+        raise ArrayKindError("a torch tensor with its conjugate bit set (`t.conj()`) would be read unconjugated",
+                             hint="materialise it once: `t.resolve_conj()`")
     if not t.is_cuda:
         raise ArrayKindError(f"a torch tensor on {t.device} is not on a CUDA device")
     dtype = _TORCH_NAMES.get(t.dtype)
@@ -140,12 +162,19 @@ def _interface_device(a: Any) -> int:
 _READERS: dict[type, Callable[[Any], ArrayInfo]] = {}  # array type -> its reader, found once per type
 
 
+def is_torch_tensor(kind: type) -> bool:
+    """Whether ``kind`` is torch's tensor or a subclass (``Parameter``, a user's): read as torch, never through
+    ``__cuda_array_interface__``, which says nothing of the negative bit."""
+    torch = sys.modules.get("torch")  # a tensor exists only once torch is imported
+    return torch is not None and issubclass(kind, torch.Tensor)
+
+
 def _reader(kind: type, a: Any) -> Callable[[Any], ArrayInfo]:
     module = kind.__module__
     reader: Callable[[Any], ArrayInfo]
     if module == "cupy" or module.startswith("cupy."):  # not cupyx: its sparse matrices are no arrays
         reader = _from_cupy
-    elif module == "torch" or module.startswith("torch."):
+    elif module == "torch" or module.startswith("torch.") or is_torch_tensor(kind):
         reader = _from_torch
     elif hasattr(a, "__cuda_array_interface__"):
         reader = _from_interface

@@ -16,20 +16,31 @@ parsed resources, the cubin's sha256 and size, the request's name and arch).
   Every removal and write happens under that lock. Where ``fcntl`` does not
   exist (Windows) there is no lock: racing processes may compile twice, but
   atomic writes still keep every entry whole.
+- The cache is private, because a cubin in it runs as the user who loads
+  it: folders are created 0700 and files 0600, and a folder that another
+  user owns or that its group or others can write is refused (LG512), as is
+  a symbolic link where an entry or a lock file should be (nothing in the
+  cache is opened through a link). A cubin is read once, checked against
+  its sidecar, and those bytes are what :meth:`CubinCache.load` returns, so
+  what runs is what was checked. A file where a folder should be, or a
+  folder where a file should be, is LG513; so is any other I/O error.
 """
 
 from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import hashlib
 import json
 import os
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
+from .cachefiles import ELSEWHERE, CacheError, cache_error, checked_entry_folder, checked_root, open_file, read_file
+from ..schema.diagnostics import display_path
 from .nvrtc import CompileRequest, CompileResult, KernelResources, compile_cubin, nvrtc_version
 from .paths import cubin_cache_dir
 
@@ -38,11 +49,30 @@ try:
 except ImportError:  # pragma: no cover - Windows
     fcntl = None  # type: ignore[assignment]
 
-__all__ = ["CubinCache"]
+__all__ = ["CacheError", "CubinCache"]
 
 _FORMAT = 1
 _State = Literal["ok", "absent", "partial", "corrupt"]
 _RESOURCE_FIELDS = tuple(f.name for f in dataclasses.fields(KernelResources))
+_MAX_SIDECAR = 16 << 20  # bytes; layoutgen's sidecars are a few KiB: anything larger is damage
+_T = TypeVar("_T")
+
+
+def _io_errors(method: Callable[..., _T]) -> Callable[..., _T]:
+    """Report an OSError of a public method as LG513, naming the file, instead of a traceback."""
+
+    @functools.wraps(method)
+    def wrapper(self: CubinCache, *args: Any, **kwargs: Any) -> _T:
+        try:
+            return method(self, *args, **kwargs)
+        except CacheError:
+            raise
+        except OSError as exc:
+            where = f" (`{display_path(os.fsdecode(exc.filename))}`)" if exc.filename else ""
+            raise cache_error("LG513", f"the compile cache `{display_path(str(self.directory))}` cannot be used: "
+                              f"{exc.strerror or exc}{where}", f"{ELSEWHERE} that you can write") from exc
+
+    return wrapper
 
 
 class CubinCache:
@@ -51,7 +81,9 @@ class CubinCache:
     The counters count this object's calls: ``hits`` (entries returned),
     ``misses`` (no valid entry found), ``compiles`` (NVRTC runs) and
     ``evicted`` (broken entries removed). Methods raise ``OSError`` when the
-    folder cannot be created, read or written.
+    folder cannot be created, read or written, and :class:`CacheError`
+    (an ``OSError`` too) when it is not safe to use (LG512) or is in the way
+    (LG513).
     """
 
     def __init__(self, directory: Path | str) -> None:
@@ -77,6 +109,7 @@ class CubinCache:
         folder = self.directory / key[:2]
         return folder / f"{key}.cubin", folder / f"{key}.json"
 
+    @_io_errors
     def lookup(self, req: CompileRequest) -> CompileResult | None:
         """The cached result for ``req`` (``origin="cache"``), or None.
 
@@ -98,6 +131,7 @@ class CubinCache:
         self.hits += 1
         return _as_asked(req, result)
 
+    @_io_errors
     def store(self, req: CompileRequest, result: CompileResult) -> None:
         """Write ``result`` as the entry for ``req``, atomically, under the entry's lock.
 
@@ -108,6 +142,7 @@ class CubinCache:
         with self._locked(key):
             self._store_locked(key, req, result)
 
+    @_io_errors
     def get_or_compile(self, req: CompileRequest) -> CompileResult:
         """The cached result for ``req``, or compile, store and return it.
 
@@ -132,23 +167,39 @@ class CubinCache:
         self.hits += 1
         return _as_asked(req, result)
 
+    def load(self, req: CompileRequest) -> bytes:
+        """The cubin for ``req``: exactly the bytes checked against the sidecar, or just compiled.
+
+        Load these (``cupy.cuda.function.Module().load(data)``), never the
+        entry's path: the file could change between the check and a second
+        read. Raises what :meth:`get_or_compile` raises.
+        """
+        return self.get_or_compile(req).cubin
+
+    def _entry_folder(self, key: str, *, create: bool) -> Path | None:
+        """The checked folder of ``key``'s entry (made when ``create``), or None if it is absent."""
+        folder = self.directory / key[:2]
+        if checked_root(self.directory, create=create) and checked_entry_folder(folder, create=create):
+            return folder
+        return None
+
     # -- inside the lock --------------------------------------------------
 
     @contextlib.contextmanager
     def _locked(self, key: str) -> Iterator[None]:
         folder = self.directory / key[:2]
-        folder.mkdir(parents=True, exist_ok=True)
-        with open(folder / f"{key}.lock", "a+b") as handle:
+        checked_root(self.directory, create=True)
+        checked_entry_folder(folder, create=True)
+        fd = open_file(folder / f"{key}.lock", os.O_RDWR | os.O_CREAT)
+        try:
             if fcntl is not None:
-                fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
-            try:
-                # Anyone writing this entry holds the lock: temp files now are stale.
-                for stale in folder.glob(f"{key}.*.tmp"):
-                    stale.unlink(missing_ok=True)
-                yield
-            finally:
-                if fcntl is not None:
-                    fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+                fcntl.flock(fd, fcntl.LOCK_EX)
+            # Anyone writing this entry holds the lock: temp files now are stale.
+            for stale in folder.glob(f"{key}.*.tmp"):
+                stale.unlink(missing_ok=True)
+            yield
+        finally:
+            os.close(fd)  # and with it the lock
 
     def _lookup_locked(self, key: str) -> CompileResult | None:
         state, result = self._read(key)
@@ -180,19 +231,19 @@ class CubinCache:
     # -- reading ------------------------------------------------------------
 
     def _read(self, key: str) -> tuple[_State, CompileResult | None]:
-        """Read an entry without locking or removing anything."""
+        """Read an entry without locking or removing anything; each file once, never through a link."""
+        if self._entry_folder(key, create=False) is None:
+            return "absent", None
         cubin_path, meta_path = self.paths(key)
-        try:
-            meta_bytes = meta_path.read_bytes()  # sidecar first: it is written last
-        except FileNotFoundError:
-            return ("partial" if cubin_path.exists() else "absent"), None
-        try:
-            cubin = cubin_path.read_bytes()
-        except FileNotFoundError:
+        meta_bytes = read_file(meta_path, _MAX_SIDECAR + 1)  # sidecar first: it is written last
+        if meta_bytes is None:
+            return ("partial" if os.path.lexists(cubin_path) else "absent"), None
+        cubin = read_file(cubin_path)
+        if cubin is None or len(meta_bytes) > _MAX_SIDECAR:
             return "corrupt", None
         try:
             return "ok", _decode(key, meta_bytes, cubin)
-        except (ValueError, TypeError, KeyError):
+        except (ValueError, TypeError, KeyError, RecursionError):  # json raises RecursionError for deep nesting
             return "corrupt", None
 
 

@@ -1,4 +1,4 @@
-"""Launching a loaded kernel: through NVIDIA's ``cuda.bindings`` or through CuPy.
+"""Launching a loaded kernel: the device, the stream, and the call through ``cuda.bindings`` or CuPy.
 
 Every parameter of a generated kernel is 8 bytes (a pointer or a ``long
 long``), so a launch is an array of 8-byte values. :class:`PackedLaunch`
@@ -15,8 +15,10 @@ from __future__ import annotations
 
 import ctypes
 import os
+import sys
 import threading
 import warnings
+from collections.abc import Callable
 from typing import Any, Protocol
 
 from ..schema.diagnostics import Diagnostic
@@ -32,11 +34,73 @@ class Launch(Protocol):
     def __call__(self, blocks: int, block: int, values: list[int], stream: Any) -> None: ...
 
 
+_GET_DEVICE: Any = None
+_NO_DEVICE: Any = None  # CuPy's CUDARuntimeError: what getDevice raises without a driver or a GPU
+
+
+def find_device() -> int | None:
+    """The current CUDA device (CuPy's), or None when CuPy finds none (no driver, no GPU)."""
+    global _GET_DEVICE, _NO_DEVICE
+    if _GET_DEVICE is None:
+        import cupy
+
+        _NO_DEVICE, _GET_DEVICE = cupy.cuda.runtime.CUDARuntimeError, cupy.cuda.runtime.getDevice
+    try:
+        return int(_GET_DEVICE())
+    except _NO_DEVICE:
+        return None
+
+
+def current_device(what: str = "the launch") -> int:
+    """The current CUDA device (CuPy's); LG615 naming ``what`` when there is none."""
+    device = find_device()
+    if device is None:
+        raise no_device_error(what)
+    return device
+
+
+def no_device_error(what: str) -> LaunchError:
+    """LG615 with what CuPy says of the missing device; raised once every argument has been checked."""
+    find_device()  # CuPy imported, its error type known
+    try:
+        _GET_DEVICE()
+        reason = "a device appeared only after the launch had begun"
+    except _NO_DEVICE as exc:
+        reason = f"CuPy reports {exc}"
+    return LaunchError(Diagnostic(
+        "LG615", f"{what} cannot run: no CUDA device was found ({reason}); every argument was checked and fits",
+        hint="run it on a machine with an NVIDIA GPU and its driver (`nvidia-smi` lists them); "
+        "`layoutgen check --compile` compiles the kernels without one",
+    ))
+
+
+_ARCHS: dict[int, str] = {}
+
+
+def device_arch(device: int) -> str:
+    """``sm_90`` for a compute capability 9.0 device; asked of CuPy once per device."""
+    arch = _ARCHS.get(device)
+    if arch is None:
+        import cupy
+
+        arch = _ARCHS[device] = f"sm_{cupy.cuda.Device(device).compute_capability}"
+    return arch
+
+
 _CURRENT_STREAM: Any = None
+_MAX_HANDLE = 2**64  # a CUstream is a pointer
+
+#: What a stream argument may be, in words, for LG616.
+STREAM_KINDS = "a CuPy stream, a torch stream, an object with `__cuda_stream__`, or None (the current CuPy stream)"
 
 
-def stream_handle(stream: Any) -> int:
-    """The CUstream of a CuPy stream, a torch stream, an int, or None (the current CuPy stream)."""
+def stream_handle(stream: Any, kernel: str = "") -> int:
+    """The CUstream of ``stream``: a stream object (CuPy's, torch's, anything with the CUDA stream protocol
+    ``__cuda_stream__``) or None, the current CuPy stream. Anything else is LG616 (``kernel`` names the launch).
+
+    A bare integer is refused: nothing can check that it is a live stream of
+    this device, and the driver crashes the process on one that is not.
+    """
     global _CURRENT_STREAM
     if stream is None:
         if _CURRENT_STREAM is None:
@@ -44,28 +108,90 @@ def stream_handle(stream: Any) -> int:
 
             _CURRENT_STREAM = cupy.cuda.get_current_stream
         return int(_CURRENT_STREAM().ptr)
-    if isinstance(stream, int):
-        return stream
-    for attr in ("ptr", "cuda_stream"):  # CuPy, torch
-        handle = getattr(stream, attr, None)
-        if isinstance(handle, int):
-            return handle
-    raise TypeError(f"`stream` must be a CuPy or torch stream or a CUstream handle, got {stream!r}")
+    kind = type(stream)
+    read = _STREAM_READERS.get(kind)
+    if read is None:
+        read = _STREAM_READERS[kind] = _stream_reader(kind)
+    handle = read(stream, kernel)
+    if type(handle) is not int or not 0 <= handle < _MAX_HANDLE:
+        raise _bad_stream(kernel, stream, f"its handle is {handle!r}, not a CUstream")
+    return handle
 
 
-def cupy_stream(stream: Any) -> Any:
-    """``stream`` as a CuPy stream: the current one for None, wrapped when it is a torch stream or a handle."""
+def check_stream(stream: Any, kernel: str) -> None:
+    """LG616 unless ``stream`` is a stream object or None; touches no device (None is resolved at the launch)."""
+    if stream is not None:
+        stream_handle(stream, kernel)
+
+
+def _cupy_handle(stream: Any, kernel: str) -> Any:
+    return stream.ptr
+
+
+def _torch_handle(stream: Any, kernel: str) -> Any:
+    return stream.cuda_stream
+
+
+def _protocol_handle(stream: Any, kernel: str) -> Any:
+    """The handle of the CUDA stream protocol: ``__cuda_stream__()`` returns ``(0, handle)``."""
+    got = stream.__cuda_stream__()
+    if not (type(got) is tuple and len(got) == 2 and type(got[0]) is int and got[0] == 0):
+        raise _bad_stream(kernel, stream, f"its `__cuda_stream__()` returned {got!r}, not (0, handle)")
+    return got[1]
+
+
+def _not_a_stream(stream: Any, kernel: str) -> Any:
+    raise _bad_stream(kernel, stream, None)
+
+
+def _stream_reader(kind: type) -> Callable[[Any, str], Any]:
+    """How to read the handle of a stream of type ``kind``; found once per type."""
+    if kind.__module__.startswith("cupy"):
+        import cupy
+
+        if issubclass(kind, (cupy.cuda.Stream, cupy.cuda.ExternalStream)):
+            return _cupy_handle
+    torch = sys.modules.get("torch")  # a torch stream exists only once torch is imported
+    if torch is not None and issubclass(kind, torch.cuda.Stream):  # also torch before the protocol
+        return _torch_handle
+    if callable(getattr(kind, "__cuda_stream__", None)):  # the protocol: cuda.core, cuda.bindings, others
+        return _protocol_handle
+    return _not_a_stream
+
+
+_STREAM_READERS: dict[type, Callable[[Any, str], Any]] = {}
+
+
+def _bad_stream(kernel: str, stream: Any, why: str | None) -> LaunchError:
+    text = repr(stream)
+    if len(text) > 60:
+        text = text[:57] + "..."
+    kind = type(stream)
+    name = kind.__qualname__ if kind.__module__ == "builtins" else f"{kind.__module__}.{kind.__qualname__}"
+    what = f"got {text} ({name})"
+    return LaunchError(Diagnostic(
+        "LG616", f"{f'`{kernel}`: ' if kernel else ''}`stream` must be {STREAM_KINDS}, {what}"
+        + (f"; {why}" if why else ""),
+        hint="pass the stream object itself (`cupy.cuda.Stream()`, `torch.cuda.current_stream()`): a raw handle "
+        "cannot be checked, and a wrong one crashes the process",
+    ))
+
+
+def cupy_stream(stream: Any, kernel: str = "") -> Any:
+    """``stream`` as a CuPy stream: the current one for None, wrapped when it is a torch stream (LG616 else)."""
     import cupy
 
     if stream is None:
         return cupy.cuda.get_current_stream()
-    if type(stream).__module__.startswith("cupy"):
+    if isinstance(stream, (cupy.cuda.Stream, cupy.cuda.ExternalStream)):
         return stream
+    handle = stream_handle(stream, kernel)  # checks it
     if hasattr(stream, "__cuda_stream__"):
         return cupy.cuda.Stream.from_external(stream)
-    with warnings.catch_warnings():  # CuPy 14 deprecates ExternalStream; a bare handle has no other wrapper
+    # CuPy 14 deprecates ExternalStream; a torch stream from before the protocol has no other wrapper
+    with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)
-        return cupy.cuda.ExternalStream(stream_handle(stream))
+        return cupy.cuda.ExternalStream(handle)
 
 
 class PackedLaunch:
@@ -88,7 +214,7 @@ class PackedLaunch:
         self._lock = threading.Lock()
 
     def __call__(self, blocks: int, block: int, values: list[int], stream: Any) -> None:
-        handle = stream_handle(stream)
+        handle = stream_handle(stream, self._name)
         cu_stream = self._streams.get(handle)
         if cu_stream is None:
             if len(self._streams) >= 64:  # streams come and go (a graph capture makes one): keep a few
@@ -124,7 +250,7 @@ class CupyLaunch:
         self._driver_error = cupy.cuda.driver.CUDADriverError
 
     def __call__(self, blocks: int, block: int, values: list[int], stream: Any) -> None:
-        stream = cupy_stream(stream)
+        stream = cupy_stream(stream, self._name)
         try:
             self._function((blocks,), (block,), tuple(map(self._u64, values)), stream=stream)
         except self._driver_error as exc:

@@ -4,31 +4,42 @@ A generated module builds one :class:`KernelLauncher` per kernel binding from
 plain data (:mod:`.plan`). Calling it reads each array's pointer, shape,
 strides and dtype (:mod:`.arrays`), checks them against the layout
 (:mod:`.validate`), binds the symbolic dims consistently across arguments,
-and launches (:mod:`.driver`) on the current CuPy stream or the one passed.
-Nothing is compiled until the first launch; the cubin comes from the on-disk
-cache. The debug build's checks around a launch are in :mod:`.debug`.
+checks that no written argument shares memory with another, that the grid
+fits a CUDA grid, the autograd state of written torch tensors and the
+stream, and only then looks for the device and launches (:mod:`.driver`) on
+the current CuPy stream or the one passed. Nothing is compiled until the
+first launch; the cubin comes from the on-disk cache. The debug build's
+checks around a launch are in :mod:`.debug`.
 """
 
 from __future__ import annotations
 
 import functools
 import operator
+import sys
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .arrays import ArrayKindError, array_info
+from .arrays import ArrayKindError, array_info, is_torch_tensor
 from .cache import CubinCache
 from .debug import check_fault, clear_fault, scan_outputs
-from .driver import Launch, make_launch
+from .driver import Launch, check_stream, current_device, device_arch, find_device, make_launch, no_device_error
 from .errors import LaunchError, launch_error
 from .plan import KernelSpec, LayoutSpec, ParamSpec
-from .validate import check_param, who
+from .validate import TorchWrites, check_param, kernel_extents, overlap_error, who
 
 # Generated modules import the plan types from here.
-__all__ = ["KernelLauncher", "KernelSpec", "LaunchError", "LayoutSpec", "ParamSpec", "current_device", "device_arch"]
+__all__ = [
+    "MAX_GRID_BLOCKS", "KernelLauncher", "KernelSpec", "LaunchError", "LayoutSpec", "ParamSpec", "current_device",
+    "device_arch", "find_device",
+]
+
+#: Blocks a one-dimensional CUDA grid may have (gridDim.x, every device since compute capability 3.0).
+#: Past it the driver refuses the launch, or CuPy truncates the count and launches part of the work.
+MAX_GRID_BLOCKS = 2**31 - 1
 
 
 @dataclass(eq=False)
@@ -48,9 +59,14 @@ class KernelLauncher:
     _passed: dict[tuple[Any, ...], tuple[tuple[str, int], ...]] = field(default_factory=dict, repr=False)
     # (device, then each array's type, shape, strides, dtype, device) -> the launch it validated to.
     _plans: dict[tuple[Any, ...], _Plan] = field(default_factory=dict, repr=False)
+    # The last plan and pointers found not to overlap (one tuple: threads swap it whole).
+    _disjoint: tuple[_Plan | None, list[int]] = field(default=(None, []), repr=False)
 
-    def bind(self, arrays: tuple[Any, ...], device: int) -> tuple[list[int], dict[str, int]]:
-        """Every argument checked; the pointers and the bound symbols."""
+    def bind(self, arrays: tuple[Any, ...], device: int | None) -> tuple[list[int], dict[str, int]]:
+        """Every argument checked against its parameter; the pointers and the bound symbols.
+
+        ``device`` None (no device found) checks everything but the device.
+        """
         spec = self.spec
         params = spec.params
         if len(arrays) != len(params):
@@ -64,7 +80,7 @@ class KernelLauncher:
                 info = array_info(a)
             except ArrayKindError as exc:
                 raise launch_error("LG608", f"{who(spec.name, p)}: {exc}",
-                             hint="pass a device array: CuPy, torch (CUDA) or JAX") from None
+                                   hint=exc.hint or "pass a device array: CuPy, torch (CUDA) or JAX") from None
             key = (i, info.shape, info.strides, info.dtype)
             symbols = passed.get(key)
             if (symbols is not None and info.device == device and not info.ptr % p.align
@@ -93,6 +109,48 @@ class KernelLauncher:
             rows *= bound[s]
         return rows * self.spec.per_row
 
+    def blocks(self, bound: dict[str, int]) -> int:
+        """Blocks the launch needs; LG617 when that is more than a CUDA grid has (nothing is launched)."""
+        threads = self.grid(bound)
+        block = self.spec.block
+        blocks = (threads + block - 1) // block
+        if blocks > MAX_GRID_BLOCKS:
+            sizes = ", ".join(f"`{s}` = {bound[s]}" for s in sorted(bound))
+            raise launch_error(
+                "LG617", f"`{self.spec.name}` needs {threads} threads ({sizes}): {blocks} blocks of {block}, but a "
+                f"CUDA grid has at most {MAX_GRID_BLOCKS} blocks",
+                hint="launch it on smaller arrays, several times (where rows are independent, slices `a[i:j]` of "
+                "the leading axis are packed arrays of the same layout)")
+        return blocks
+
+    def check(self, arrays: tuple[Any, ...], device: int | None, stream: Any = None) -> tuple[_Checked, list[int]]:
+        """Every check of a launch, none of which needs a GPU: what was checked, and this call's pointers.
+
+        In order: each array against its parameter (LG601..LG608, LG610),
+        the grid (LG617), memory shared by a written argument (LG614), the
+        autograd state of written torch tensors (LG618) and the stream (LG616).
+        """
+        spec = self.spec
+        pointers, bound = self.bind(arrays, device)
+        blocks = self.blocks(bound)
+        extents = kernel_extents(spec.params, bound, spec.may_alias)
+        overlap = extents.first_overlap(pointers)
+        if overlap is not None:
+            raise self._overlap(overlap, pointers, bound)
+        written = TorchWrites.of(spec.params, arrays)
+        if written is not None:
+            written.check(spec.name, spec.params, arrays)
+        check_stream(stream, spec.name)
+        masks = tuple(p.align - 1 for p in spec.params)
+        checked = _Checked(blocks, spec.block, tuple(bound[s] for s in spec.symbols), masks,
+                           functools.reduce(operator.or_, masks, 0), extents.pairs, written, bound)
+        return checked, pointers
+
+    def _overlap(self, pair: tuple[int, int], pointers: list[int], bound: dict[str, int]) -> LaunchError:
+        i, j = pair
+        params = self.spec.params
+        return overlap_error(self.spec.name, params[i], params[j], (pointers[i], pointers[j]), bound)
+
     def function(self, device: int, arch: str) -> Launch:
         """The loaded kernel for ``device`` (compiled or taken from the cache on first use)."""
         key = (device, arch)
@@ -113,22 +171,23 @@ class KernelLauncher:
             return CubinCache.default()
         return CubinCache(self.folder / Path(self.cache_dir).expanduser())
 
-    def _plan(self, arrays: tuple[Any, ...], device: int) -> tuple[_Plan, list[int]]:
+    def _plan(self, arrays: tuple[Any, ...], device: int | None, stream: Any) -> tuple[_Plan, list[int]]:
         """Validate every argument (raises LaunchError): the launch, and this call's pointers."""
-        pointers, bound = self.bind(arrays, device)
-        threads = self.grid(bound)
-        block = self.spec.block
-        masks = tuple(p.align - 1 for p in self.spec.params)
-        plan = _Plan(device, (threads + block - 1) // block, block, tuple(bound[s] for s in self.spec.symbols), masks,
-                     self.function(device, device_arch(device)), functools.reduce(operator.or_, masks, 0))
-        return plan, pointers
+        global _CUPY_NDARRAY
+        checked, pointers = self.check(arrays, device, stream)
+        if device is None:  # every argument fits: only now say that there is nothing to launch on
+            raise no_device_error(f"`{self.spec.name}`")
+        if _CUPY_NDARRAY is None:  # a CuPy array exists only once CuPy is imported; until then none is read inline
+            _CUPY_NDARRAY = getattr(sys.modules.get("cupy"), "ndarray", None)
+        return _Plan(device, checked, self.function(device, device_arch(device))), pointers
 
     def __call__(self, *arrays: Any, stream: Any = None) -> None:
         """Check every array against its layout, then launch; raises LaunchError before any launch."""
-        device = current_device()
+        device = find_device()  # None without a GPU: the arguments are still checked first
         # The hot path, written flat because it runs on every launch: arrays whose
         # (type, shape, strides, dtype, device) all passed before need only their
-        # pointers read and their alignment checked.
+        # pointers read, their alignment checked and, where one is written, their
+        # extents compared; torch outputs need their autograd state checked.
         key: list[Any] | None = [device]
         pointers: list[int] = []
         cupy_array = _CUPY_NDARRAY
@@ -152,21 +211,41 @@ class KernelLauncher:
             bits |= ptr
         plan = None if key is None else self._plans.get(tuple(key))
         if plan is None:
-            plan, pointers = self._plan(arrays, device)
+            plan, pointers = self._plan(arrays, device, stream)
             if key is not None:
                 if len(self._plans) >= 256:
                     self._plans.clear()
                 self._plans[tuple(key)] = plan
-        elif bits & plan.any_mask:  # some pointer is off the widest alignment: check each against its own
-            for ptr, mask in zip(pointers, plan.masks):
-                if ptr & mask:
-                    self.bind(arrays, device)  # raises LG606 naming the parameter
-        if plan.blocks:
-            if self.spec.debug:
-                self.checked_launch(device, plan.launch, plan.blocks, plan.block, pointers, plan.symbols, stream)
-            else:
-                pointers.extend(plan.symbols)
-                plan.launch(plan.blocks, plan.block, pointers, stream)
+            checked = plan.checked
+        else:
+            checked = plan.checked
+            if bits & checked.any_mask:  # some pointer is off the widest alignment: check each against its own
+                for ptr, mask in zip(pointers, checked.masks):
+                    if ptr & mask:
+                        self.bind(arrays, device)  # raises LG606 naming the parameter
+            last = self._disjoint
+            if checked.pairs and (last[0] is not plan or last[1] != pointers):  # buffers are mostly reused
+                for i, j, size_i, size_j, same_start in checked.pairs:  # Extents.first_overlap, inlined
+                    offset = pointers[j] - pointers[i]
+                    if -size_j < offset < size_i and not (same_start and offset == 0):
+                        raise self._overlap((i, j), pointers, checked.bound)
+                self._disjoint = (plan, pointers[:])
+            if checked.written is not None:
+                checked.written.check(self.spec.name, self.spec.params, arrays)
+        if not checked.blocks:
+            return
+        if self.spec.debug:
+            try:
+                self.checked_launch(plan.device, plan.launch, checked.blocks, checked.block, pointers,
+                                    checked.symbols, stream)
+            finally:  # a fault is reported after the kernel wrote: autograd hears of the write either way
+                if checked.written is not None:
+                    checked.written.record(arrays)
+            return
+        pointers.extend(checked.symbols)
+        plan.launch(checked.blocks, checked.block, pointers, stream)
+        if checked.written is not None:  # torch's in-place rule: the version counter of what the kernel wrote
+            checked.written.record(arrays)
 
     def checked_launch(self, device: int, launch: Launch, blocks: int, block: int, pointers: Sequence[int],
                        symbols: Sequence[int], stream: Any) -> None:
@@ -184,16 +263,26 @@ class KernelLauncher:
 
 
 @dataclass(frozen=True)
-class _Plan:
-    """A validated launch: everything but the pointers, which change from call to call."""
+class _Checked:
+    """What :meth:`KernelLauncher.check` found for one set of array kinds and shapes: all but the pointers."""
 
-    device: int
     blocks: int
     block: int
     symbols: tuple[int, ...]
     masks: tuple[int, ...]  # alignment - 1 of each parameter
-    launch: Launch  # the loaded kernel on this plan's device
     any_mask: int  # the masks or-ed: a pointer with none of these bits set is aligned for every parameter
+    pairs: tuple[tuple[int, int, int, int, bool], ...]  # Extents.pairs: arguments that must not overlap
+    written: TorchWrites | None  # written parameters that got a torch tensor
+    bound: dict[str, int]  # the symbols' sizes (for messages)
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """A validated launch: the checks' outcome and the loaded kernel on ``device``."""
+
+    device: int
+    checked: _Checked
+    launch: Launch
 
 
 def _cupy_reader(a: Any) -> tuple[tuple[Any, ...], int]:
@@ -202,7 +291,9 @@ def _cupy_reader(a: Any) -> tuple[tuple[Any, ...], int]:
 
 
 def _torch_reader(t: Any) -> tuple[tuple[Any, ...], int]:
-    return (type(t), t.shape, t.stride(), t.dtype, t.device), t.data_ptr()
+    # is_neg(): a negative view reads like its base but must be refused (LG608). The conjugate bit needs no
+    # place here: only complex tensors have it, and they never pass (LG602), so they are never cached.
+    return (type(t), t.shape, t.stride(), t.dtype, t.device, t.is_neg()), t.data_ptr()
 
 
 class _Readers(dict[type, Any]):
@@ -221,7 +312,7 @@ class _Readers(dict[type, Any]):
             import cupy
 
             reader = _cupy_reader if issubclass(kind, cupy.ndarray) else None
-        elif module.startswith("torch") and kind.__name__ in ("Tensor", "Parameter"):
+        elif is_torch_tensor(kind):
             reader = _torch_reader
         if reader is None:
             raise KeyError(kind)
@@ -230,41 +321,15 @@ class _Readers(dict[type, Any]):
 
 
 _FAST_READERS = _Readers()
-_CUPY_NDARRAY: Any = None  # cupy.ndarray once CuPy is imported: read inline on the hot path
-_GET_DEVICE: Any = None
-
-
-def current_device() -> int:
-    """The current CUDA device (CuPy's), importing CuPy on first use."""
-    global _CUPY_NDARRAY, _GET_DEVICE
-    if _GET_DEVICE is None:
-        import cupy
-
-        _CUPY_NDARRAY, _GET_DEVICE = cupy.ndarray, cupy.cuda.runtime.getDevice
-    return int(_GET_DEVICE())
-
-
-_ARCHS: dict[int, str] = {}
-
-
-def device_arch(device: int) -> str:
-    arch = _ARCHS.get(device)
-    if arch is None:
-        import cupy
-
-        arch = _ARCHS[device] = f"sm_{cupy.cuda.Device(device).compute_capability}"
-    return arch
+_CUPY_NDARRAY: Any = None  # cupy.ndarray once a launch was planned: read inline on the hot path
 
 
 def _load(folder: Path, header: str, spec: KernelSpec, arch: str, cache: CubinCache) -> Any:
-    """Compile (or fetch from the cache) and load one kernel's module."""
-    import cupy
-
+    """Compile (or fetch from the cache) and load one kernel's module: the bytes the cache verified."""
+    from .cubin_module import LoadedCubin
     from .nvrtc import CompileRequest
 
     source = (folder / spec.source).read_text(encoding="utf-8")
     headers = ((header, (folder / header).read_text(encoding="utf-8")),)
     request = CompileRequest(source=source, name=f"{folder.name}/{spec.source}", headers=headers, arch=arch)
-    cache.get_or_compile(request)
-    cubin_path, _ = cache.paths(request.key())
-    return cupy.RawModule(path=str(cubin_path))
+    return LoadedCubin(cache.load(request))

@@ -26,10 +26,12 @@ from typing import Any, Literal
 from .. import version
 from ..schema.diagnostics import Diagnostic, LayoutgenError, Site
 from . import paths
+from .nvrtc_log import LogError, parse_errors, parse_log
 
 __all__ = [
-    "CompileError", "CompileRequest", "CompileResult", "KernelResources", "NvrtcUnavailableError",
-    "compile_cubin", "nvrtc_version", "parse_errors", "parse_resources",
+    "CompileError", "CompileRequest", "CompileResult", "KernelResources", "LogError", "NvrtcUnavailableError",
+    "check_arch", "compile_cubin", "nvrtc_version", "parse_errors", "parse_log", "parse_resources",
+    "supported_archs",
 ]
 
 _ARCH = re.compile(r"sm_\d{2,3}[af]?")
@@ -199,15 +201,52 @@ def nvrtc_version() -> tuple[int, int]:
     return int(major), int(minor)
 
 
+@functools.cache
+def supported_archs() -> tuple[int, ...] | None:
+    """The ``sm_XX`` numbers this NVRTC compiles for, ascending (``nvrtcGetSupportedArchs``), or None where
+    CuPy's bindings do not expose the call (NVRTC then says so itself, when it rejects an arch).
+
+    Raises :class:`NvrtcUnavailableError`.
+    """
+    query = getattr(_load_nvrtc(), "getSupportedArchs", None)
+    return None if query is None else tuple(sorted(int(n) for n in query()))
+
+
+def check_arch(arch: str) -> None:
+    """Raise :class:`CompileError` (LG501, naming ``arch`` and every arch NVRTC supports) unless NVRTC
+    compiles for ``arch``; :class:`NvrtcUnavailableError` when NVRTC cannot be loaded.
+
+    The arch is one setting for every kernel: checked once before anything compiles, its error is one
+    diagnostic, not one per kernel. ``sm_90a`` counts as ``sm_90``. Raises ``ValueError`` for a string
+    that is no ``sm_XX`` at all, as :class:`CompileRequest` does.
+    """
+    if not _ARCH.fullmatch(arch):
+        raise ValueError(f"`arch` must be a real architecture such as 'sm_90' (a cubin), got {arch!r}")
+    supported = supported_archs()
+    number = int(re.sub(r"\D", "", arch))
+    if supported is None or number in supported:
+        return
+    major, minor = nvrtc_version()
+    listed = ", ".join(f"sm_{n}" for n in supported)
+    diag = Diagnostic(
+        "LG501", f"`arch` must be an architecture NVRTC {major}.{minor} compiles for ({listed}), got `{arch}`",
+        hint="pass another --arch, or set `arch` in [tool.layoutgen]; other versions of nvidia-cuda-nvrtc compile "
+        "for other GPUs",
+    )
+    raise CompileError((diag,), "")
+
+
 def compile_cubin(req: CompileRequest) -> CompileResult:
     """Compile ``req`` to a cubin for ``req.arch``; needs no GPU.
 
     Raises :class:`CompileError` with one LG501 diagnostic per error NVRTC or
     ptxas reported (rejected options included), and
     :class:`NvrtcUnavailableError` when CuPy or NVRTC cannot be loaded. The
-    NVRTC program is destroyed on every path.
+    NVRTC program is destroyed on every path. An arch NVRTC does not compile for is refused before
+    anything else (:func:`check_arch`).
     """
     nvrtc = _load_nvrtc()
+    check_arch(req.arch)
     names = [n.encode() for n, _ in req.headers]
     texts = [s.encode() for _, s in req.headers]
     try:
@@ -245,45 +284,6 @@ def _failure_diagnostics(name: str, log: str, exc: Exception) -> tuple[Diagnosti
         return diags
     first = next((ln.strip() for ln in log.splitlines() if ln.strip()), "no log")
     return (Diagnostic("LG501", f"NVRTC failed to compile `{name}` ({exc}): {first}"),)
-
-
-# `file(line): error: message`, `file(line): catastrophic error: …`, `error #123-D: …`.
-_SITED = re.compile(r"^(?P<file>.+?)\((?P<line>\d+)\): (?:catastrophic )?error(?: #[\w-]+)?: (?P<msg>.*)$")
-# Errors with no line: bad options, ptxas, and errors at the end of a source.
-_UNSITED = re.compile(
-    r"^(?:(?P<tool>nvrtc|ptxas|nvlink):?\s*(?:error|fatal)\s*:\s*"
-    r"|At end of source: (?:catastrophic )?error(?: #[\w-]+)?: )(?P<msg>.*)$"
-)
-_MISSING_HEADER = "open source file"  # "cannot open …", "could not open …"
-_HEADER_HINT = (
-    f"CUDA headers are searched in `{paths.CUDA_INCLUDE_ENV}` or, where it is unset, the "
-    "nvidia-cuda-runtime wheel and the CUDA toolkit (install layoutgen[compile]); "
-    "other headers must be passed in the request's `headers`"
-)
-
-
-def parse_errors(log: str) -> tuple[Diagnostic, ...]:
-    """One LG501 diagnostic per error line of an NVRTC log, in log order.
-
-    ``file(line): error: msg`` becomes ``Site(file, line)``; errors without a
-    place (rejected options, ptxas, end of source) have no site. Warnings
-    and the source excerpts under each error are skipped. Raises nothing.
-    """
-    out: list[Diagnostic] = []
-    for raw in log.splitlines():
-        line = raw.rstrip()
-        hint = None
-        if m := _SITED.match(line):
-            msg, site = m["msg"], Site(m["file"], int(m["line"]))
-        elif m := _UNSITED.match(line):
-            msg, site = m["msg"], None
-            msg = f"{m['tool']}: {msg}" if m["tool"] else f"{msg} (at the end of a source)"
-        else:
-            continue
-        if _MISSING_HEADER in msg:
-            hint = _HEADER_HINT
-        out.append(Diagnostic("LG501", msg, site, hint))
-    return tuple(out)
 
 
 _ENTRY = re.compile(r"Compiling entry function '(?P<name>[^']+)'")

@@ -81,8 +81,12 @@ class ParamSpec:
     layout: LayoutSpec
     view: str  # "Window.snap"
     align: int  # bytes the base pointer must be aligned to
-    cols: tuple[int, int] | None = None  # the field's columns (in the layout's unit); debug builds scan written ones
-    rows: tuple[int, int, int] | None = None  # debug builds: (axis, start, stop) of a named range the view covers
+    # Where the view lies in its layout's array: the field's columns (in the layout's unit) and the (axis,
+    # start, stop) of a named range it covers. Two parameters given one array may share it where these are
+    # disjoint (the aliasing check, LG614); debug builds scan the written ones. cols=None: not given (modules
+    # whose template emitted them for debug builds only); rows=None: every row.
+    cols: tuple[int, int] | None = None
+    rows: tuple[int, int, int] | None = None
 
     @property
     def writes(self) -> bool:
@@ -103,3 +107,7 @@ class KernelSpec:
     per_row_symbols: tuple[str, ...] = ()  # symbols per_row is multiplied by (Grid.elements over [H, D] fields)
     grid_dims: tuple[str | int, ...] | None = None  # the grid view's leading dims where it narrows a named axis
     debug: bool = False  # the debug build: check for an out-of-field access and scan outputs after each launch
+    # Pairs of parameters (by name) the kernel allows to share memory although one of them is written: an
+    # in-place kernel whose pointers are not `__restrict__`. The kernel model has no declaration for it yet,
+    # so generated modules pass none: every overlap of a written parameter with another is refused (LG614).
+    may_alias: tuple[tuple[str, str], ...] = ()

@@ -10,17 +10,17 @@ the given buffers; :meth:`ProgramGraph.replay` runs them all with one call.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ..schema.diagnostics import Diagnostic
-from .driver import Launch, cupy_stream
+from .driver import Launch, check_stream, cupy_stream, device_arch, find_device, no_device_error
 from .errors import LaunchError
-from .launch import KernelLauncher, current_device, device_arch
+from .launch import KernelLauncher
 from .plan import KernelSpec, LayoutSpec, ParamSpec
+from .validate import TorchWrites, buffer_extents, byte_size
 
 
 @dataclass(frozen=True)
@@ -70,38 +70,50 @@ class ProgramRunner:
         )
         self._distinct: tuple[object, ...] = ()  # the last pointers and sizes found not to overlap
 
-    def prepare(self, arrays: Sequence[Any], device: int | None = None) -> list[_Prepared]:
-        """Every buffer checked (raises LaunchError, nothing launched): each launch, ready to go."""
-        device = current_device() if device is None else device
-        pointers, bound = self._buffers.bind(tuple(arrays), device)
+    def prepare(self, arrays: Sequence[Any], device: int | None = None, stream: Any = None) -> list[_Prepared]:
+        """Every buffer checked (raises LaunchError, nothing launched): each launch, ready to go.
+
+        ``device`` None is the current one. Every check that needs no GPU runs
+        first (the buffers, the grids, the autograd state of written torch
+        tensors, the stream); LG615 when there is no device after all.
+        """
+        return self._prepare(tuple(arrays), find_device() if device is None else device, stream)[1]
+
+    def _prepare(self, arrays: tuple[Any, ...], device: int | None, stream: Any) -> tuple[int, list[_Prepared]]:
+        pointers, bound = self._buffers.bind(arrays, device)
         placed = (*pointers, *sorted(bound.items()))
         if placed != self._distinct:  # new addresses or new sizes: the spans may meet now
             self._check_distinct(pointers, bound)
             self._distinct = placed
+        blocks = [launcher.blocks(bound) for launcher in self._launchers]  # LG617 before anything runs
+        params = self._buffers.spec.params
+        written = TorchWrites.of(params, arrays)
+        if written is not None:
+            written.check(self.spec.name, params, arrays)
+        check_stream(stream, self.spec.name)
+        if device is None:
+            raise no_device_error(f"program `{self.spec.name}`")
         arch = device_arch(device)
         prepared = []
-        for step, launcher in zip(self.spec.steps, self._launchers):
+        for step, launcher, count in zip(self.spec.steps, self._launchers, blocks):
             kernel = launcher.spec
-            block = kernel.block
-            blocks = (launcher.grid(bound) + block - 1) // block
             values = [pointers[i] for i in step.buffers] + [bound[s] for s in kernel.symbols]
-            prepared.append((launcher.function(device, arch), blocks, block, values))
-        return prepared
+            prepared.append((launcher.function(device, arch), count, kernel.block, values))
+        return device, prepared
 
     def _check_distinct(self, pointers: list[int], bound: dict[str, int]) -> None:
         """LG613 when two buffers share memory: the dataflow checks assumed they do not."""
-        spans = []
-        for b, ptr in zip(self.spec.buffers, pointers):
-            size = b.layout.itemsize * math.prod(b.layout.shape_of(bound))
-            spans.append((ptr, ptr + size, b.name))
-        spans.sort()
-        for (start, stop, name), (next_start, _, next_name) in zip(spans, spans[1:]):
-            if next_start < stop:
-                raise LaunchError(Diagnostic(
-                    "LG613", f"program `{self.spec.name}` got the same memory for buffers `{name}` and `{next_name}` "
-                    f"(0x{start:x}..0x{stop:x} and 0x{next_start:x}..)",
-                    hint="give every buffer its own array: the program's dataflow checks count on it",
-                ))
+        layouts = [b.layout for b in self.spec.buffers]
+        pair = buffer_extents(layouts, bound).first_overlap(pointers)
+        if pair is None:
+            return
+        (start, stop, name), (next_start, _, next_name) = sorted(
+            (pointers[i], pointers[i] + byte_size(layouts[i], bound), self.spec.buffers[i].name) for i in pair)
+        raise LaunchError(Diagnostic(
+            "LG613", f"program `{self.spec.name}` got the same memory for buffers `{name}` and `{next_name}` "
+            f"(0x{start:x}..0x{stop:x} and 0x{next_start:x}..)",
+            hint="give every buffer its own array: the program's dataflow checks count on it",
+        ))
 
     def __call__(self, *arrays: Any, stream: Any = None) -> None:
         """Check every buffer, then launch each kernel in order on ``stream`` (the current CuPy stream).
@@ -109,15 +121,20 @@ class ProgramRunner:
         In a debug build each launch is followed by its checks (see
         :mod:`.debug`), so a fault or a NaN is reported at the kernel that made it.
         """
-        device = current_device()
-        for (function, blocks, block, values), launcher in zip(self.prepare(arrays, device), self._launchers):
-            if not blocks:
-                continue
-            if launcher.spec.debug:
-                n = len(launcher.spec.params)
-                launcher.checked_launch(device, function, blocks, block, values[:n], values[n:], stream)
-            else:
-                function(blocks, block, values, stream)
+        device, prepared = self._prepare(arrays, find_device(), stream)
+        try:
+            for (function, blocks, block, values), launcher in zip(prepared, self._launchers):
+                if not blocks:
+                    continue
+                if launcher.spec.debug:
+                    n = len(launcher.spec.params)
+                    launcher.checked_launch(device, function, blocks, block, values[:n], values[n:], stream)
+                else:
+                    function(blocks, block, values, stream)
+        finally:  # what ran wrote its buffers: autograd hears of it (torch's in-place rule)
+            written = TorchWrites.of(self._buffers.spec.params, arrays)
+            if written is not None:
+                written.record(arrays)
 
     def capture(self, *arrays: Any) -> ProgramGraph:
         """Record the launches over these buffers into a CUDA graph; nothing runs until ``replay``.
@@ -129,7 +146,7 @@ class ProgramRunner:
         """
         import cupy
 
-        prepared = self.prepare(arrays)  # compiles and loads every kernel before the capture starts
+        prepared = self.prepare(arrays)  # checks and loads every kernel before the capture starts
         capture_stream = cupy.cuda.Stream(non_blocking=True)
         capture_stream.begin_capture()
         try:
@@ -157,7 +174,7 @@ class ProgramGraph:
 
     def replay(self, stream: Any = None) -> None:
         """Run every launch of the program on ``stream`` (the current CuPy stream) with one graph launch."""
-        self._graph.launch(cupy_stream(stream))
+        self._graph.launch(cupy_stream(stream, self.name))  # LG616 for what is no stream
 
     def __repr__(self) -> str:
         return f"<ProgramGraph {self.name}: {self.launches} launches>"

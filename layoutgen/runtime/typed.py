@@ -58,8 +58,8 @@ class LayoutTag:
         try:
             info = array_info(data)
         except ArrayKindError as exc:
-            raise launch_error("LG608", f"`{cls.__name__}.wrap`: {exc}", hint="wrap a device array: CuPy, torch (CUDA) "
-                         "or JAX") from None
+            raise launch_error("LG608", f"`{cls.__name__}.wrap`: {exc}",
+                               hint=exc.hint or "wrap a device array: CuPy, torch (CUDA) or JAX") from None
         check_param(f"{cls.__name__}.wrap", param, info, {}, info.device)
         return Array(data)
 

@@ -1,15 +1,24 @@
-"""The checks of one array against its parameter: shape, dims, dtype, packing, device, alignment.
+"""The checks of a launch's arguments: each array against its parameter, and the arrays against each other.
 
 :func:`check_param` is the one place that decides whether an array fits; the
 launcher's fast path only skips checks whose outcome a cached key decides.
-Messages are built only once a check fails.
+:class:`Extents` decides whether arguments share memory (launchers: LG614,
+program runners: LG613). Messages are built only once a check fails.
 """
 
 from __future__ import annotations
 
-from .arrays import ArrayInfo, dtype_text
-from .errors import launch_error
-from .plan import ACCEPTED_DTYPES, ParamSpec
+import math
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from itertools import combinations
+from operator import itemgetter
+from typing import Any
+
+from .arrays import ArrayInfo, dtype_text, non_native
+from .errors import LaunchError, launch_error
+from .plan import ACCEPTED_DTYPES, LayoutSpec, ParamSpec
 
 
 def _describe(info: ArrayInfo) -> str:
@@ -38,10 +47,12 @@ def _overlapping_axis(shape: tuple[int, ...], strides: tuple[int, ...]) -> int |
     return None
 
 
-def check_param(kernel: str, p: ParamSpec, info: ArrayInfo, bound: dict[str, int], device: int) -> None:
+def check_param(kernel: str, p: ParamSpec, info: ArrayInfo, bound: dict[str, int], device: int | None) -> None:
     """Raise :class:`LaunchError` when ``info`` does not fit ``p``; bind its symbols into ``bound``.
 
-    The happy path formats no text: messages are built only once a check fails.
+    ``device`` is the launch's; None skips the device check (CuPy found no
+    device: every other check still runs first). The happy path formats no
+    text: messages are built only once a check fails.
     """
     lay = p.layout
     shape = info.shape
@@ -55,7 +66,8 @@ def check_param(kernel: str, p: ParamSpec, info: ArrayInfo, bound: dict[str, int
         raise launch_error("LG601", f"{who(kernel, p)} got an array of {_describe(info)}",
                      hint=f"pass the whole {lay.name} array, shape {lay.shape_text}, not a slice of it")
     if info.dtype not in ACCEPTED_DTYPES[lay.dtype]:
-        raise launch_error("LG602", f"{who(kernel, p)} needs {lay.dtype} elements, got {_describe(info)}")
+        raise launch_error("LG602", f"{who(kernel, p)} needs {lay.dtype} elements, got {_describe(info)}",
+                           hint=_byte_order_hint(info.dtype))
     for axis, dim in enumerate(dims):
         size = shape[axis]
         if isinstance(dim, int):
@@ -81,7 +93,7 @@ def check_param(kernel: str, p: ParamSpec, info: ArrayInfo, bound: dict[str, int
                          f"{_describe(info)}", hint="pass a contiguous array (e.g. `.copy()` / `.contiguous()`); "
                          "a transposed or sliced array would be read as if it were packed")
         step *= size
-    if info.device != device:
+    if device is not None and info.device != device:  # None: no device was found (LG615, once all is checked)
         raise launch_error("LG605", f"{who(kernel, p)} is on device {info.device} but the launch is on device {device}; "
                      f"got {_describe(info)}")
     if info.ptr % p.align:
@@ -90,3 +102,182 @@ def check_param(kernel: str, p: ParamSpec, info: ArrayInfo, bound: dict[str, int
     if info.readonly and p.access != "in":
         raise launch_error("LG607", f"{who(kernel, p)} is written by the kernel but the array is read-only (e.g. a JAX "
                      f"buffer); got {_describe(info)}", hint="pass a writable array, such as a CuPy or torch one")
+
+
+def _byte_order_hint(dtype: str) -> str | None:
+    if not non_native(dtype):
+        return None
+    theirs, ours = ("big", "little") if dtype.startswith(">") else ("little", "big")
+    return (f"the array's elements are {theirs}-endian (`{dtype}`) and this machine's are {ours}-endian: a kernel "
+            f"would read each one byte-swapped; convert it once (NumPy: `a.astype(a.dtype.newbyteorder('='))`)")
+
+
+# -- arguments that share memory --------------------------------------------------------------------
+
+#: One pair of arguments to compare: their indices, their sizes in bytes, and whether they may start at one
+#: address (two views of one array that cover different elements).
+_Pair = tuple[int, int, int, int, bool]
+
+
+@dataclass(frozen=True)
+class Extents:
+    """Which arguments of a launch must not share memory, for one set of shapes.
+
+    Every argument that passed :func:`check_param` is a packed array of its
+    layout, so its bytes are ``[pointer, pointer + size)`` with a size that
+    follows from the shapes alone. An :class:`Extents` is built once per set
+    of shapes (a launcher keeps it in its cached plan); per call,
+    :meth:`first_overlap` compares two integers per pair.
+    """
+
+    pairs: tuple[_Pair, ...]
+
+    def first_overlap(self, pointers: Sequence[int]) -> tuple[int, int] | None:
+        """The first pair (by index) whose bytes meet at these pointers, or None."""
+        for i, j, size_i, size_j, same_start in self.pairs:
+            offset = pointers[j] - pointers[i]
+            if -size_j < offset < size_i and not (same_start and offset == 0):
+                return i, j
+        return None
+
+
+def byte_size(layout: LayoutSpec, bound: dict[str, int]) -> int:
+    """Bytes of a packed array of ``layout`` with these symbols."""
+    return layout.itemsize * math.prod(layout.shape_of(bound))
+
+
+def kernel_extents(params: Sequence[ParamSpec], bound: dict[str, int],
+                   may_alias: Sequence[tuple[str, str]] = ()) -> Extents:
+    """The pairs of a kernel's arguments that must not overlap: one of the two is written (and the kernel
+    does not declare the pair in ``may_alias``). Its pointers are ``__restrict__``: the compiler may keep a
+    value read through one in a register while the kernel writes the same bytes through the other."""
+    sizes = [byte_size(p.layout, bound) for p in params]
+    allowed = {frozenset(pair) for pair in may_alias}
+    pairs = [
+        (i, j, sizes[i], sizes[j], _views_disjoint(params[i], params[j], bound))
+        for i, j in combinations(range(len(params)), 2)
+        if (params[i].writes or params[j].writes) and sizes[i] and sizes[j]
+        and frozenset((params[i].name, params[j].name)) not in allowed
+    ]
+    return Extents(tuple(pairs))
+
+
+def buffer_extents(layouts: Sequence[LayoutSpec], bound: dict[str, int]) -> Extents:
+    """Every pair of a program's buffers: its dataflow checks counted each buffer as memory of its own."""
+    sizes = [byte_size(lay, bound) for lay in layouts]
+    pairs = [(i, j, sizes[i], sizes[j], False) for i, j in combinations(range(len(layouts)), 2)
+             if sizes[i] and sizes[j]]
+    return Extents(tuple(pairs))
+
+
+def _box(p: ParamSpec, shape: tuple[int, ...], bound: dict[str, int]) -> list[tuple[int, int]]:
+    """The index ranges, one per axis of the array, of the elements ``p``'s view covers."""
+    box = [(0, n) for n in shape]
+    if p.cols is not None:
+        unit = 1 if p.layout.unit is None else bound[p.layout.unit]
+        box[-1] = (p.cols[0] * unit, p.cols[1] * unit)
+    if p.rows is not None:
+        axis, start, stop = p.rows
+        box[axis] = (start, stop)
+    return box
+
+
+def _views_disjoint(p: ParamSpec, q: ParamSpec, bound: dict[str, int]) -> bool:
+    """Whether ``p`` and ``q`` given one array (one pointer, one shape) reach different elements of it.
+
+    Only where the plan says where both views lie: without ``cols`` a view
+    counts as the whole array, and two fields of one array as overlapping.
+    """
+    if p.cols is None or q.cols is None or p.layout.itemsize != q.layout.itemsize:
+        return False
+    shape = p.layout.shape_of(bound)
+    if shape != q.layout.shape_of(bound):
+        return False
+    return any(a_stop <= b_start or b_stop <= a_start
+               for (a_start, a_stop), (b_start, b_stop) in zip(_box(p, shape, bound), _box(q, shape, bound)))
+
+
+def overlap_error(kernel: str, p: ParamSpec, q: ParamSpec, pointers: tuple[int, int],
+                  bound: dict[str, int]) -> LaunchError:
+    """LG614: ``p`` and ``q`` (``q`` after ``p``) got memory that overlaps, and one of them is written."""
+    spans = [f"0x{ptr:x}..0x{ptr + byte_size(x.layout, bound):x}" for x, ptr in zip((p, q), pointers)]
+    written = "both" if p.writes and q.writes else f"`{(p if p.writes else q).name}`"
+    hint = "give a written parameter an array of its own (e.g. `.copy()`); arrays that are only read may be shared"
+    if pointers[0] == pointers[1] and (p.cols is None or q.cols is None) and p.layout == q.layout and p.view != q.view:
+        hint += ("; this generated module does not record where its views lie in a row, so two fields of one "
+                 "array count as overlapping: regenerate it with this version of layoutgen")
+    return launch_error(
+        "LG614", f"{who(kernel, p)} and {who(kernel, q)} share memory (bytes {spans[0]} and {spans[1]}), and the "
+        f"kernel writes {written}: its pointers are `__restrict__`, so it may read stale or half-written values",
+        hint=hint,
+    )
+
+
+# -- torch tensors written in place -------------------------------------------------------------------
+
+
+class TorchWrites:
+    """The written parameters of a launch that got torch tensors: autograd's rules before, its record after.
+
+    Built once per plan (the arrays' types are part of its key), so a launch
+    with no torch output pays one truth test. torch refuses an in-place write
+    to a leaf that requires grad (and to a view of one) in grad mode; it allows
+    one to other tensors that require grad because it records the operation
+    for backward. A kernel launch is not recorded, so the gradient through it
+    would be silently wrong: refused as well (LG618). Under ``torch.no_grad()``,
+    how optimizers update parameters, torch allows both and so does this.
+    After the launch each written tensor's version counter is bumped, as
+    torch's in-place operations do, so that a tensor saved for backward and
+    then overwritten is reported by ``backward()`` instead of giving wrong
+    gradients.
+    """
+
+    __slots__ = ("indices", "_pick", "_grad_enabled", "_increment_version")
+
+    def __init__(self, indices: tuple[int, ...]) -> None:
+        import torch
+        from torch.autograd.graph import increment_version  # documented for kernels that write via data_ptr()
+
+        self.indices = indices
+        self._pick = itemgetter(*indices)  # one tensor, or a tuple of them: increment_version takes both
+        self._grad_enabled = torch.is_grad_enabled
+        self._increment_version = increment_version
+
+    @staticmethod
+    def of(params: Sequence[ParamSpec], arrays: Sequence[Any]) -> TorchWrites | None:
+        """The written parameters that got a torch tensor, or None when there are none."""
+        torch = sys.modules.get("torch")  # a torch tensor exists only once torch is imported
+        if torch is None:
+            return None
+        tensor = torch.Tensor
+        indices = tuple(i for i, (p, a) in enumerate(zip(params, arrays)) if p.writes and isinstance(a, tensor))
+        return TorchWrites(indices) if indices else None
+
+    def check(self, kernel: str, params: Sequence[ParamSpec], arrays: Sequence[Any]) -> None:
+        """LG618 when one of them requires grad in grad mode."""
+        if not self._grad_enabled():
+            return
+        for i in self.indices:
+            t = arrays[i]
+            if t.requires_grad:
+                raise _autograd_error(kernel, params[i], t)
+
+    def record(self, arrays: Sequence[Any]) -> None:
+        """Tell autograd that the kernel wrote them in place (their version counters)."""
+        self._increment_version(self._pick(arrays))
+
+
+def _autograd_error(kernel: str, p: ParamSpec, t: Any) -> LaunchError:
+    got = f"got a torch tensor of shape [{', '.join(map(str, t.shape))}]"
+    if t.is_leaf:
+        return launch_error(
+            "LG618", f"{who(kernel, p)} is written in place by the kernel, but the tensor is a leaf that requires "
+            f"grad, which torch refuses (\"a leaf Variable that requires grad is being used in an in-place "
+            f"operation\"); {got}",
+            hint="update it under `torch.no_grad()` (as an optimizer does), or write into a tensor that does not "
+            "require grad")
+    return launch_error(
+        "LG618", f"{who(kernel, p)} is written in place by the kernel, but the tensor requires grad and autograd "
+        f"does not record the kernel's write: gradients through it would be wrong; {got}",
+        hint="write into a tensor that does not require grad (a new one, or `.detach()`), or launch under "
+        "`torch.no_grad()`")

@@ -63,6 +63,7 @@ CODES: dict[str, Code] = _registry(
     Code("LG111", "unknown-field", _E, "a view names a field the layout does not have"),
     Code("LG112", "symbolic-extent", _E, "fields of symbolic shape whose offsets layoutgen cannot express"),
     Code("LG113", "invalid-named-axis", _E, "a named axis (Axis) is misplaced or its names clash with fields"),
+    Code("LG114", "too-large-for-views", _E, "a layout bound to a kernel has rows of 2^31 columns or 2^63 elements or more"),
     # LG2xx: a kernel parameter is bound to a view that does not fit.
     Code("LG201", "not-contiguous", _E, "a parameter needs contiguous rows but the view is strided"),
     Code("LG202", "symbol-conflict", _E, "a shape symbol takes two different values across parameters"),
@@ -74,16 +75,20 @@ CODES: dict[str, Code] = _registry(
     Code("LG208", "invalid-kernel", _E, "a kernel declaration is malformed"),
     Code("LG209", "duplicate-kernel", _E, "two bindings generate a kernel of the same name"),
     Code("LG210", "symbolic-grid", _E, "a grid per vector follows a view whose row width is symbolic"),
+    Code("LG211", "unusable-file-name", _E, "a kernel or spec name cannot name its generated files (too long, a device)"),
+    Code("LG212", "generated-name-clash", _E, "two declarations of a spec would generate one file, view or class"),
     # LG3xx: a program's launches disagree about who writes and reads what.
     Code("LG301", "read-before-write", _E, "a launch reads columns that no earlier launch wrote and no input provides"),
     Code("LG302", "overlapping-writers", _E, "two writes cover the same columns of one buffer without `overwrites=`"),
     Code("LG303", "unread-output", _W, "a launch writes columns that nothing later reads and no output returns"),
     Code("LG304", "buffer-layout-mismatch", _E, "a buffer is bound to a parameter of another layout or view"),
     Code("LG305", "invalid-program", _E, "a program or launch declaration is malformed"),
+    Code("LG306", "unlisted-program", _W, "a program declared in a spec module is not listed in its Spec, so nothing checks it"),
     # LG4xx: a kernel template does something it should not.
-    Code("LG401", "literal-stride", _E, "an integer literal in index arithmetic equals a stride or width of a bound view"),
+    Code("LG401", "literal-stride", _E, "an integer literal in an index into a view equals its row stride, width or offset"),
     Code("LG402", "template-error", _E, "a kernel template failed to render"),
     Code("LG403", "raw-name", _E, "a kernel template uses an `lg_` name: a raw pointer or launch value behind a view"),
+    Code("LG404", "unused-suppression", _W, "a `// layoutgen: ignore` comment in a template suppresses nothing"),
     # LG5xx: compile and drift.
     Code("LG501", "compile-error", _E, "NVRTC rejected a generated kernel"),
     Code("LG502", "stale-generated", _E, "committed generated code differs from what the spec generates"),
@@ -91,6 +96,13 @@ CODES: dict[str, Code] = _registry(
     Code("LG504", "spec-error", _E, "a spec module could not be loaded"),
     Code("LG505", "compile-report", _N, "registers and spills of a compiled kernel (with --report)"),
     Code("LG506", "no-specs", _E, "the project names no spec module and none was given on the command line"),
+    Code("LG507", "duplicate-spec", _E, "two spec modules define specs of one name, which would share an output folder"),
+    Code("LG508", "output-locked", _E, "another layoutgen process kept the output folder locked past the timeout"),
+    Code("LG509", "edited-generated", _E, "a generated file was edited by hand; generate keeps it unless --force"),
+    Code("LG510", "output-outside-project", _E, "the output folder resolves (through a link) outside the project"),
+    Code("LG511", "output-io-error", _E, "the output folder cannot be read or written (permissions, disk full)"),
+    Code("LG512", "unsafe-cache", _E, "the compile cache is writable by others, owned by another user, or has a link"),
+    Code("LG513", "cache-unusable", _E, "the compile cache has a file where a folder belongs, or the reverse, or fails"),
     # LG6xx: a launch was refused before the kernel ran.
     Code("LG601", "wrong-shape", _E, "an array's shape does not match its layout"),
     Code("LG602", "wrong-dtype", _E, "an array's dtype does not match its layout"),
@@ -105,6 +117,11 @@ CODES: dict[str, Code] = _registry(
     Code("LG611", "out-of-field", _E, "a debug-build kernel indexed outside one of its fields"),
     Code("LG612", "non-finite-output", _E, "a debug-build kernel wrote NaN or Inf into an output field"),
     Code("LG613", "aliased-buffers", _E, "two buffers of a program run were given the same memory"),
+    Code("LG614", "aliased-arguments", _E, "two arguments of a launch share memory and the kernel writes one of them"),
+    Code("LG615", "no-device", _E, "no CUDA device was found (after every argument was checked)"),
+    Code("LG616", "bad-stream", _E, "`stream` is not a CUDA stream object or None"),
+    Code("LG617", "grid-too-large", _E, "a launch needs more blocks than a CUDA grid can have"),
+    Code("LG618", "autograd-write", _E, "the kernel would write in place into a torch tensor that requires grad"),
 )
 
 
@@ -167,6 +184,7 @@ class Diagnostic:
     message: str
     site: Site | None = None
     hint: str | None = None
+    as_error: bool = False  # a warning that counts as an error (warnings as errors); no effect on the others
 
     def __post_init__(self) -> None:
         if self.code not in CODES:
@@ -174,7 +192,8 @@ class Diagnostic:
 
     @property
     def severity(self) -> Severity:
-        return CODES[self.code].severity
+        severity = CODES[self.code].severity
+        return Severity.ERROR if self.as_error and severity is Severity.WARNING else severity
 
     def __str__(self) -> str:
         where = f"{self.site}: " if self.site else ""

@@ -5,10 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
-from .diagnostics import Diagnostic, Site, UnknownFieldError, caller_site, layout_error
+from .diagnostics import Diagnostic, Site, caller_site, layout_error
 from .dims import Dim, Size, shape_text, strides_text
 from .dtypes import DType
 from .record import Region
+from .unknown import is_stand_in, unknown_field
 
 if TYPE_CHECKING:
     import numpy as np
@@ -269,6 +270,8 @@ class View:
     # -- navigation ----------------------------------------------------------
 
     def _child(self, name: str, site: Site | None) -> View:
+        if is_stand_in(self):  # a field of an unknown field: the unknown name is already reported
+            return self
         child = self.region.child(name)
         if child is not None:
             return View(self.layout, child, self.read_only, self.axis_range)
@@ -278,12 +281,12 @@ class View:
             return View(self.layout, self.region, self.read_only, ranged)
         others = [*self.region.children, *(node.children if node is not None else ())]
         names = ", ".join(f"`{c.name}`" for c in others if c.kind != "pad") or "none"
-        raise UnknownFieldError(
-            Diagnostic(
-                "LG111", f"`{self.name}` has no field `{name}` (its fields: {names})", site,
-                hint=f"`{self.layout.name}` is declared at {self.layout.site}",
-            )
+        diagnostic = Diagnostic(
+            "LG111", f"`{self.name}` has no field `{name}` (its fields: {names})", site,
+            hint=f"`{self.layout.name}` is declared at {self.layout.site}",
         )
+        # Raised, or (while layoutgen loads a spec) recorded so that every other use is reported too.
+        return unknown_field(diagnostic, lambda: View(self.layout, self.region, self.read_only, self.axis_range))
 
     def __getattr__(self, name: str) -> View:
         if name.startswith("_"):
