@@ -112,7 +112,7 @@ def test_index_arithmetic_forms(tmp_path: Path, line: str) -> None:
 
 
 @pytest.mark.parametrize("line", [
-    "    x.at(row, 40);",  # an argument, not arithmetic
+    "    x.at(40, 0);",  # an argument, not arithmetic (a column 40 of a 40-wide field is LG405, below)
     "    const int n = 56;",  # a plain constant
     "    y = row * 560 + 4.0f * 56.0f;",  # other numbers, floats
     "    y = row * 1;",  # 1 is every width-1 field's width: never reported
@@ -497,4 +497,96 @@ def test_arithmetic_outside_an_index_into_a_view_is_never_reported(view: Any, si
 @given(line=st.text(alphabet="xpr0145()[]{}<>*+-/&.,;=:?#\"' \n_lgatowdefin", max_size=80))
 def test_the_lint_reads_any_text_without_failing(line: str) -> None:
     for diag in lint_text(line, Window.snap):
-        assert diag.code in ("LG401", "LG403") and diag.site is not None
+        assert diag.code in ("LG401", "LG403", "LG405") and diag.site is not None
+
+
+# -- LG405: a constant index past a field's own width ---------------------------------------
+
+Step = Layout("Step", [T, M], f32, [Field("obs", 1), Field("reward", 1), Field("done", 1)])
+
+
+def test_a_constant_column_past_a_one_column_field_is_lg405_naming_the_field_it_reads(tmp_path: Path) -> None:
+    template = tmp_path / "t.cu.j2"
+    template.write_text("    // the reward of the step\n    const float r = reward(t, e, 1);\n")
+    k = Kernel("returns", str(template), [In("reward", [T, M, 1]), In("done", [T, M, 1])])
+    (diag,) = lint_template(k.bind(reward=Step.reward, done=Step.done), template)
+    assert (diag.code, diag.site) == ("LG405", Site(str(template), 2))
+    assert diag.message == (
+        "`reward(t, e, 1)` in kernel `returns` reads column 1 of `reward` (Step.reward), which has 1 column "
+        "(columns 1..2 of Step [T, M, 3]): a constant index must be less than the width of the field")
+    assert diag.hint == ("column 1 of `reward` is column 2 of a Step row, in `Step.done`: index that field "
+                         "through its own view, `done`")
+    assert diag.severity.value == "error"
+
+
+@pytest.mark.parametrize(("body", "read", "hint"), [
+    ("    dst.at(row, 0) = x.at(row, 40);\n", "`x.at(row, 40)` in kernel `forms` reads column 40",
+     "column 40 of `x` is column 40 of a Window row, in `Window.context`: index that field through its own "
+     "view, `dst`"),
+    ("    dst.at(row, 0) = x.row(row)[F];\n", "`x.row(row)[F]` in kernel `forms` reads column 40",
+     "column 40 of `x` is column 40 of a Window row, in `Window.context`: index that field through its own "
+     "view, `dst`"),
+    ("    constexpr int LAST = 41;\n    dst.at(row, 0) = x.at(row, (LAST));\n",
+     "`x.at(row, (LAST))` in kernel `forms` reads column 41", None),
+])
+def test_a_literal_or_constexpr_column_at_or_past_the_width_is_lg405(tmp_path: Path, body: str, read: str,
+                                                                    hint: str | None) -> None:
+    diags = lint(tmp_path, body, x=Window.snap, dst=Window.context)  # F: the static symbol bound to 40
+    assert [(d.code, d.site) for d in diags] == [("LG405", Site(str(tmp_path / "t.cu.j2"), body.count("\n")))]
+    assert diags[0].message == (f"{read} of `x` (Window.snap), which has 40 columns (columns 0..40 of Window "
+                                "[B, K, 56]): a constant index must be less than the width of the field")
+    assert diags[0].hint == (hint or "column 41 of `x` is column 41 of a Window row, in `Window.context`: index "
+                                     "that field through its own view, `dst`")
+
+
+def test_a_negative_constant_column_is_lg405(tmp_path: Path) -> None:
+    (diag,) = lint(tmp_path, "    dst.at(row, 0) = x.at(row, 0) - dst.at(row, -1);\n", x=Window.snap,
+                   dst=Window.context)
+    assert diag.message == (
+        "`dst.at(row, -1)` in kernel `forms` reads column -1 of `dst` (Window.context), which has 16 columns "
+        "(columns 40..56 of Window [B, K, 56]): a constant index must not be negative")
+    assert diag.hint == ("column -1 of `dst` is column 39 of a Window row, in `Window.snap`: index that field "
+                         "through its own view, `x`")
+
+
+def test_a_constant_vector_index_past_the_field_is_lg405(tmp_path: Path) -> None:
+    (diag,) = lint(tmp_path, "    const auto v = x.vec<16>(row, 9), w = x.template vec<16>(row, 10);\n",
+                   x=Window.snap, dst=Window.context)
+    assert diag.message == (
+        "`x.template vec<16>(row, 10)` in kernel `forms` reads 16-byte vector 10 of `x` (Window.snap), which has "
+        "10 such vectors (columns 0..40 of Window [B, K, 56]): a constant index must be less than the width in "
+        "vectors")
+
+
+def test_a_constant_head_past_a_sub_array_fields_axis_is_lg405(tmp_path: Path) -> None:
+    from examples.qkv.spec import QKV, Positions, rope
+
+    template = tmp_path / "rope_heads.cu.j2"
+    template.write_text("    q(b, s, 31, d) = q(b, s, 32, d) + k(b, s, 7, 0) + pos(b, s, 0);\n")
+    (diag,) = lint_template(rope.bind(q=QKV.q, k=QKV.k, pos=Positions), template)
+    assert (diag.code, diag.site) == ("LG405", Site(str(template), 1))
+    assert diag.message == ("`q(b, s, 32, d)` in kernel `rope` reads entry 32 of axis `Hq` of `q` (QKV.q "
+                            "[B, S, 32, D]), which has 32 entries: a constant index must be less than the extent")
+    assert diag.hint == "the entries of axis `Hq` are 0 to 31"
+
+
+@pytest.mark.parametrize("body", [
+    "    dst.at(row, 15) = x.at(row, 39) + x.row(row)[0] + x.vec<16>(row, 9).v[0];\n",  # the last of each
+    "    dst.at(row, 0) = x.at(row, F - 1) + x.at(row, c) + x.row(row)[c + 40];\n",  # not a constant
+    "    float acc[56];\n    acc[40] = x.at(40, 0);\n    dst.at(row, 0) = acc[55];\n",  # a local array, a row
+    "    dst.at(row, 0) = x.at(row, 0);  // x.at(row, 40)\n",
+])
+def test_an_index_in_range_or_not_constant_is_not_lg405(tmp_path: Path, body: str) -> None:
+    assert [d for d in lint(tmp_path, body, x=Window.snap, dst=Window.context) if d.code == "LG405"] == []
+
+
+def test_a_column_past_the_width_produced_by_jinja_is_lg405_at_the_templates_line(tmp_path: Path) -> None:
+    found = rendered_lint(tmp_path, "    // first\n    dst.at(row, 0) = x.at(row, {{ F }});\n")
+    assert [(code, n) for code, n, _ in found] == [("LG405", 2)]
+    assert found[0][2].startswith("`x.at(row, 40)` in kernel `sneaky` reads column 40 of `x` (Window.snap)")
+
+
+def test_lg405_cannot_be_suppressed(tmp_path: Path) -> None:
+    ok, found = checked(tmp_path, "    dst.at(row, 0) = x.at(row, 40);  // layoutgen: ignore[LG405]\n")
+    # The comment's own LG404 waits for the rendered body, which the error stops before.
+    assert not ok and [(code, n) for code, n, _ in found] == [("LG405", 1)]

@@ -83,7 +83,7 @@ def _group(node: Node | None, opener: str) -> Group | None:
     return node if isinstance(node, Group) and node.open == opener else None
 
 
-def _split(nodes: Sequence[Node], separators: Iterable[str]) -> list[list[Node]]:
+def split_at(nodes: Sequence[Node], separators: Iterable[str]) -> list[list[Node]]:
     parts: list[list[Node]] = [[]]
     stops = frozenset(separators)
     for node in nodes:
@@ -115,18 +115,18 @@ def _terms(nodes: Sequence[Node]) -> list[tuple[str, list[Node]]]:
     return [("-" if sign == "-" else "+", part) for sign, part in _binary_split(nodes, ("+", "-")) if part]
 
 
-def _literal(nodes: Sequence[Node]) -> int | None:
+def literal_value(nodes: Sequence[Node]) -> int | None:
     """The value of a term that is one integer literal (signed, or in parentheses); None otherwise."""
     if len(nodes) == 2 and _op(nodes[0], "+", "-"):
         nodes = nodes[1:]
     if len(nodes) != 1:
         return None
     inner = _group(nodes[0], "(")
-    return _literal(inner.items) if inner is not None else int_value(nodes[0])
+    return literal_value(inner.items) if inner is not None else int_value(nodes[0])
 
 
 def _zero_arguments(call: Group) -> bool:
-    return all(_literal(arg) == 0 for arg in _split(call.items, ","))
+    return all(literal_value(arg) == 0 for arg in split_at(call.items, ","))
 
 
 def _declarators(nodes: list[Node]) -> tuple[bool, bool, list[list[Node]]] | None:
@@ -144,10 +144,10 @@ def _declarators(nodes: list[Node]) -> tuple[bool, bool, list[list[Node]]] | Non
         first -= 1
     specifiers = nodes[start:first]
     return (any(_op(n, "*") for n in specifiers), any(_name(n) == "auto" for n in specifiers),
-            _split(nodes[first:], ","))
+            split_at(nodes[first:], ","))
 
 
-def _accessor(nodes: Sequence[Node], i: int, views: frozenset[str]) -> tuple[str, str | None] | None:
+def accessor_call(nodes: Sequence[Node], i: int, views: frozenset[str]) -> tuple[str, str | None] | None:
     """(view, member) when the call ``nodes[i]`` is ``view.member(...)`` or ``view(...)`` (member None)."""
     at = i - 1
     if at >= 0 and _group(nodes[at], "<"):
@@ -170,9 +170,9 @@ def _index(text: str, nodes: Sequence[Node], base: Base, place: str, outer: _Ter
     """The literals of the index ``nodes`` of the line ``text``; ``outer``: the terms around it, when it is in
     parentheses."""
     found: list[IndexLiteral] = []
-    for alternative in _split(nodes, ("?", ":")):
+    for alternative in split_at(nodes, ("?", ":")):
         terms = _terms(alternative)
-        value = _literal(terms[0][1]) if len(terms) == 1 else None
+        value = literal_value(terms[0][1]) if len(terms) == 1 else None
         if value is not None:  # the whole index: a row or column argument is no arithmetic
             if place == SUBSCRIPT and not outer:
                 found.append(IndexLiteral(value, ALONE, place, base, None, ()))
@@ -185,7 +185,7 @@ def _index_terms(text: str, terms: list[tuple[str, list[Node]]], base: Base, pla
                  outer: _Terms = ()) -> list[IndexLiteral]:
     """The literals of the additive ``terms`` of an index: each term a literal, or literal factors of it."""
     found: list[IndexLiteral] = []
-    described = [(sign, source(text, term), _literal(term)) for sign, term in terms]
+    described = [(sign, source(text, term), literal_value(term)) for sign, term in terms]
     for k, (_, term) in enumerate(terms):
         others = tuple(d for j, d in enumerate(described) if j != k) + outer
         value = described[k][2]
@@ -195,7 +195,7 @@ def _index_terms(text: str, terms: list[tuple[str, list[Node]]], base: Base, pla
         factors = _binary_split(term, ("*", "/", "%"))
         plain = all(op in ("", "*") for op, _ in factors)
         for m, (op, factor) in enumerate(factors):
-            value = _literal(factor)
+            value = literal_value(factor)
             multiplies = op == "*" or (op == "" and len(factors) > 1 and factors[1][0] == "*")
             if value is not None and multiplies:
                 row = " * ".join(source(text, f) for n, (_, f) in enumerate(factors) if n != m)
@@ -230,7 +230,7 @@ class _Reader:
     # -- statements and expressions -----------------------------------------------------------
 
     def _sequence(self, nodes: Sequence[Node], statements: bool) -> None:
-        for statement in _split(nodes, (";", "}")):
+        for statement in split_at(nodes, (";", "}")):
             if not (statements and self._declaration(statement)):
                 self._statement(statement)
 
@@ -350,7 +350,7 @@ class _Reader:
         call = _group(before, "(")
         if call is None:
             return None  # `a[i][j]`, a lambda's captures, an attribute
-        accessor = _accessor(nodes, i - 1, self._views)
+        accessor = accessor_call(nodes, i - 1, self._views)
         if accessor is not None:
             view, member = accessor
             if member == "row":
@@ -364,12 +364,12 @@ class _Reader:
 
     def _arguments(self, nodes: Sequence[Node], i: int) -> None:
         """The index arguments of an accessor call ``nodes[i]``: rows, then the column."""
-        accessor = _accessor(nodes, i, self._views)
+        accessor = accessor_call(nodes, i, self._views)
         call = nodes[i]
         if accessor is None or not isinstance(call, Group):
             return
         view, member = accessor
-        args = _split(call.items, ",")
+        args = split_at(call.items, ",")
         if member in ("at", "vec"):
             places = [ROW_ARGUMENT, COLUMN_ARGUMENT]
         elif member == "row":

@@ -6,10 +6,12 @@ of a row of it or of a pointer taken from it, pointer arithmetic on those, an
 accessor's argument: :mod:`.indexing`) and equals that view's width, row stride
 or offset is reported with how far apart its rows really are and the accessor to
 use instead (LG401); so is a body that reaches around the views through the
-kernel's raw ``lg_`` names (LG403). Both are looked for twice: in the template's
-own text (:func:`lint_template`) and in the body as rendered into the generated
-kernel (:func:`lint_rendered`), which also sees what ``{{ }}`` expressions
-produced; either way at the template's line, each cause once per line.
+kernel's raw ``lg_`` names (LG403); a constant index of a field's own axis that
+is negative or at or past its width (:mod:`.columns`) is LG405. All are looked
+for twice: in the template's own text (:func:`lint_template`) and in the body as
+rendered into the generated kernel (:func:`lint_rendered`), which also sees what
+``{{ }}`` expressions produced; either way at the template's line, each cause
+once per line.
 """
 
 from __future__ import annotations
@@ -19,8 +21,11 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from ..declare.kernels import Binding, Param
+from ..declare.unify import unify
 from ..schema.diagnostics import Diagnostic, Site
+from ..schema.dims import shape_text
 from ..schema.view import View
+from .columns import AT, CALL, ROW, VEC, ConstantIndex, constant_indices
 from .cxx import scan
 from .indexing import ALONE, FACTOR, POINTER, ROW_ARGUMENT, SUBSCRIPT, TERM, IndexLiteral, index_literals
 
@@ -107,12 +112,82 @@ def _reserved(binding: Binding, name: str) -> str:
     return "a name reserved for generated code"
 
 
+def _plural(count: int, noun: str, nouns: str | None = None) -> str:
+    return f"{count} {noun}" if count == 1 else f"{count} {nouns or noun + 's'}"
+
+
+def _landing(binding: Binding, param: Param, view: View, column: int) -> str:
+    """Where column ``column`` of the field's row (relative to its first column) really is."""
+    layout, at = view.layout, view.offset + column
+    fields = [r for _, r in layout.record.walk() if r.kind == "field" and not r.children and r.start <= at < r.stop]
+    if not fields or fields[0] is view.region:
+        return (f"the only column of `{param.name}` is 0" if view.width == 1 else
+                f"the columns of `{param.name}` are 0 to {view.width - 1}")
+    name = f"{layout.name}.{fields[0].path}"
+    owner = next((p.name for p, v in binding.pairs if v.layout is layout and v.region is fields[0]), None)
+    where = f"column {column} of `{param.name}` is column {at} of a {layout.name} row, in `{name}`"
+    if owner is None:
+        return f"{where}: bind a parameter to `{name}` and index it through its own view"
+    return f"{where}: index that field through its own view, `{owner}`"
+
+
+def _column_range(binding: Binding, template: Path, line: int, index: ConstantIndex) -> Diagnostic | None:
+    """LG405 for a constant index of a field's own axis that is negative or at or past its extent."""
+    param, view = next((p, v) for p, v in binding.pairs if p.name == index.view)
+    layout = view.layout
+    columns = f"columns {view.cols} of {layout.name} {shape_text(layout.shape)}"
+    said = f"`{index.text}` in kernel `{binding.name}` reads"
+    if index.form == CALL:
+        first = index.arguments - len(view.field_shape)
+        if index.arguments != len(view.shape) or index.argument < first:
+            return None  # a leading index (a row), or a call that does not compile
+        extent = view.field_shape[index.argument - first].size
+        if view.region.shape and extent is not None:  # an axis of a sub-array field
+            axis = str(param.shape[index.argument]) if len(param.shape) == len(view.shape) else str(index.argument)
+            if 0 <= index.value < extent:
+                return None
+            return Diagnostic(
+                "LG405", f"{said} entry {index.value} of axis `{axis}` of `{param.name}` ({view.name} "
+                f"{shape_text(view.shape)}), which has {_plural(extent, 'entry', 'entries')}: "
+                f"a constant index must {'not be negative' if index.value < 0 else 'be less than the extent'}",
+                Site(str(template), line), hint=f"the only entry of axis `{axis}` is 0" if extent == 1 else
+                f"the entries of axis `{axis}` are 0 to {extent - 1}",
+            )
+    if not view.column_unit.is_static:
+        return None  # columns of D elements: how many is known at launch
+    if index.form == VEC:
+        bytes_, size = view.width * view.dtype.size, index.vector_bytes or 0
+        if size <= 0 or bytes_ % size or size % view.dtype.size or 0 <= index.value < bytes_ // size:
+            return None  # not a whole number of such vectors: the accessor's static_assert says so
+        count = bytes_ // size
+        return Diagnostic(
+            "LG405", f"{said} {size}-byte vector {index.value} of `{param.name}` ({view.name}), which has "
+            f"{_plural(count, 'such vector')} ({columns}): a constant index must "
+            f"{'not be negative' if index.value < 0 else 'be less than the width in vectors'}",
+            Site(str(template), line), hint=_landing(binding, param, view, index.value * size // view.dtype.size),
+        )
+    if index.form not in (AT, ROW, CALL) or 0 <= index.value < view.width:
+        return None
+    return Diagnostic(
+        "LG405", f"{said} column {index.value} of `{param.name}` ({view.name}), which has "
+        f"{_plural(view.width, 'column')} ({columns}): a constant index must "
+        f"{'not be negative' if index.value < 0 else 'be less than the width of the field'}",
+        Site(str(template), line), hint=_landing(binding, param, view, index.value),
+    )
+
+
 def _check_lines(binding: Binding, template: Path, lines: Sequence[tuple[int, str]]) -> list[Diagnostic]:
-    """LG401 and LG403 for (template line, code with non-code blanked) pairs, in the body's order."""
+    """LG401, LG403 and LG405 for (template line, code with non-code blanked) pairs, in the body's order."""
     out: dict[tuple[int, str], Diagnostic] = {}  # one diagnostic per cause and line
     codes = ["" if _DIRECTIVE.match(code) else code for _, code in lines]
-    literals = index_literals(codes, [name for name, _ in binding.views])
-    for (number, code), found in zip(lines, literals):
+    names = [name for name, _ in binding.views]
+    literals = index_literals(codes, names)
+    constants = constant_indices(codes, names, unify(binding).static)
+    for (number, code), found, indices in zip(lines, literals, constants):
+        for index in indices:
+            diag = _column_range(binding, template, number, index)
+            if diag is not None:
+                out.setdefault((number, diag.message), diag)
         for literal in found:
             diag = _literal_stride(binding, template, number, literal)
             if diag is not None:
@@ -129,7 +204,7 @@ def _check_lines(binding: Binding, template: Path, lines: Sequence[tuple[int, st
 
 def lint_template(binding: Binding, template: Path) -> list[Diagnostic]:
     """LG401 for each literal in an index into a bound view that equals its width, row stride or offset;
-    LG403 for each ``lg_`` name, in the template's own text."""
+    LG403 for each ``lg_`` name; LG405 for each constant index past a field's width; in the template's own text."""
     try:
         lines = scan(template.read_text(encoding="utf-8")).code
     except OSError:

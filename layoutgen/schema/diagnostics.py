@@ -89,6 +89,7 @@ CODES: dict[str, Code] = _registry(
     Code("LG402", "template-error", _E, "a kernel template failed to render"),
     Code("LG403", "raw-name", _E, "a kernel template uses an `lg_` name: a raw pointer or launch value behind a view"),
     Code("LG404", "unused-suppression", _W, "a `// layoutgen: ignore` comment in a template suppresses nothing"),
+    Code("LG405", "column-out-of-range", _E, "a constant index of a field's own axis in a kernel template is negative or past its width"),
     # LG5xx: compile and drift.
     Code("LG501", "compile-error", _E, "NVRTC rejected a generated kernel"),
     Code("LG502", "stale-generated", _E, "committed generated code differs from what the spec generates"),

@@ -78,7 +78,7 @@ def kernel_name_problem(name: object) -> tuple[str, str] | None:
     if problem is not None or not isinstance(name, str):
         return problem
     if name in NVRTC_CRASHES:
-        return "LG106", f"crashes NVRTC when it names a kernel, got `{name}`"
+        return "LG106", f"crashes NVRTC, or makes it hang, when it names a kernel, got `{name}`"
     if name in CUDA_GLOBALS:
         return "LG106", (f"is a name that CUDA C++ declares at global scope or PTX refuses, so no kernel can "
                          f"have it, got `{name}`")
