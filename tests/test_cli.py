@@ -681,3 +681,23 @@ def test_a_generate_that_writes_nothing_leaves_no_empty_output_folder(project: P
     run = layoutgen("generate", "--out", "build/gen", cwd=project)
     assert run.returncode == 1
     assert not (project / "build").exists()
+
+
+def test_check_reports_a_template_that_is_not_utf8_as_lg402_not_a_traceback(tmp_path: Path) -> None:
+    # The lint and the suppression reader read templates too: each leaves a non-UTF-8 one to the renderer.
+    (tmp_path / "spec.py").write_text(
+        "from layoutgen import Field, Grid, In, Kernel, Layout, Out, Spec, dims, f32\n"
+        "B, = dims('B')\n"
+        "L = Layout('L', [B], f32, [Field('a', 4)])\n"
+        "k = Kernel('k', 'k.cu.j2', [In('x', [B, 4]), Out('y', [B, 4])], grid=Grid.rows('x'))\n"
+        "spec = Spec('nu', kernels=[k.bind(x=L.a, y=L.a.layout.view)])\n"
+    )
+    (tmp_path / "k.cu.j2").write_bytes(b"    y.at(row, 0) = x.at(row, 0);  // caf\xe9\n")
+    run = layoutgen("check", "spec.py", cwd=tmp_path)
+    assert (run.returncode, run.stderr) == (1, ""), run.stderr
+    assert run.stdout == (
+        "k.cu.j2:1: error[LG402]: template of kernel `k` failed to render: `k.cu.j2` is not UTF-8 text: byte 0xe9 "
+        "at line 1, column 41\n"
+        "  hint: save the template as UTF-8\n"
+        "Found 1 error in 1 spec.\n"
+    )

@@ -207,8 +207,8 @@ def lint_template(binding: Binding, template: Path) -> list[Diagnostic]:
     LG403 for each ``lg_`` name; LG405 for each constant index past a field's width; in the template's own text."""
     try:
         lines = scan(template.read_text(encoding="utf-8")).code
-    except OSError:
-        return []  # a missing template is reported by the renderer
+    except (OSError, UnicodeDecodeError):
+        return []  # a missing or non-UTF-8 template is reported by the renderer (LG402, at the byte)
     return _check_lines(binding, template, list(enumerate(lines, start=1)))
 
 

@@ -100,8 +100,8 @@ def read_suppressions(templates: Sequence[Path]) -> Suppressions:
     for template in dict.fromkeys(templates):
         try:
             comments = scan(template.read_text(encoding="utf-8")).comments
-        except OSError:
-            continue  # a missing template is reported by the renderer
+        except (OSError, UnicodeDecodeError):
+            continue  # a missing or non-UTF-8 template is reported by the renderer (LG402)
         for line, text in enumerate(comments, start=1):
             if text is None or not _DIRECTIVE.match(text):
                 continue

@@ -31,7 +31,7 @@ class LayoutTag:
     spec: ClassVar[LayoutSpec]
 
     @classmethod
-    def empty(cls: type[L], *shape: int, **unit: int) -> Array[L]:
+    def empty(cls: type[L], /, *shape: int, **unit: int) -> Array[L]:
         """A new uninitialised CuPy array of this layout; ``shape`` gives the leading dims.
 
         A row whose columns count a symbol takes its size by name: ``QKV.empty(B, S, D=128)``.
