@@ -16,9 +16,8 @@ import pytest
 torch = pytest.importorskip("torch")
 
 import generated.vsn as vsn  # noqa: E402
-from layoutgen.runtime import launch  # noqa: E402
-from layoutgen.runtime import program as runtime_program  # noqa: E402
-from layoutgen.runtime.launch import KernelLauncher, LaunchError  # noqa: E402
+from layoutgen.runtime.launch import LaunchError  # noqa: E402
+from tests.test_launch_safety import launched  # noqa: E402,F401  (the fixture: launches recorded, none made)
 
 B, K = 4, 8
 WHO_Y = "`variable_selection_fwd.y` (Features, layout Features [B, K, 40] f32)"
@@ -51,23 +50,6 @@ def fwd_args(**replace: Any) -> dict[str, Any]:
             "y": on_device(B, K, 40)}
     args.update(replace)
     return args
-
-
-@pytest.fixture
-def launched(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, list[int]]]:
-    made: list[tuple[str, list[int]]] = []
-
-    def function(self: KernelLauncher, device: int, arch: str) -> Any:
-        return lambda blocks, block, values, stream: made.append((self.spec.name, list(values)))
-
-    monkeypatch.setattr(KernelLauncher, "function", function)
-    for launcher in vars(vsn).values():  # plans cached by earlier tests hold their launch functions
-        if isinstance(launcher, KernelLauncher):
-            monkeypatch.setattr(launcher, "_plans", {})
-    for module in (launch, runtime_program):
-        monkeypatch.setattr(module, "find_device", lambda: 0)
-        monkeypatch.setattr(module, "device_arch", lambda device: "sm_90")
-    return made
 
 
 def refused(code: str, **args: Any) -> str:
