@@ -4,8 +4,10 @@ The public API is re-exported here; see ``docs/api.md``.
 """
 
 from .declare.copies import field_copies
-from .declare.kernels import Binding, Grid, In, InOut, Kernel, KernelError, Out, Param
-from .declare.program import Buffer, BufferView, Launch, Program, ProgramError
+from .declare.grids import ceil_div
+from .declare.kernels import Binding, Grid, In, InOut, Kernel, KernelError, Out, Param, Scalar
+from .declare.program import Buffer, BufferView, Launch, Program, ProgramError, Value
+from .declare.shared import Shared
 from .declare.spec import Spec
 from .schema import (
     CODES,
@@ -38,6 +40,7 @@ from .schema import (
     u32,
     u64,
 )
+from .schema.dtypes import bool_
 from .version import __version__
 
 __all__ = [
@@ -46,4 +49,6 @@ __all__ = [
     "f64", "i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64", "__version__",
     "Binding", "Grid", "In", "InOut", "Kernel", "KernelError", "Out", "Param", "Spec", "field_copies",
     "Buffer", "BufferView", "Launch", "Program", "ProgramError",
+    "Scalar", "Value", "bool_",
+    "Shared", "ceil_div",
 ]

@@ -113,12 +113,12 @@ def test_a_plain_param_bound_to_window_snap_reads_at_row_stride_56() -> None:
     """The fix of the motivating bug: the same kernel, not contiguous, gets a view 56 apart, offset 0."""
     files = render("examples/vsn/spec.py").files
     header, fwd = files["vsn/vsn.cuh"], files["vsn/variable_selection_fwd.cu"]
-    # lg::Field<T, Width, RowStride, Offset, VectorBytes, Index>: VectorBytes is the kernel's to give
-    assert "struct Window_snap_view : lg::Field<T, 40, 56, 0, VectorBytes, long long> {" in header
-    assert "struct Window_context_view : lg::Field<T, 16, 56, 40, VectorBytes, long long> {" in header
+    # lg::Field<Rows, T, Width, RowStride, Offset, VectorBytes, Pack, Index>: VectorBytes is the kernel's to give
+    assert "struct Window_snap_view : lg::Field<Window_snap_view_rows, T, 40, 56, 0, VectorBytes, Pack, long long> {" in header
+    assert "struct Window_context_view : lg::Field<Window_context_view_rows, T, 16, 56, 40, VectorBytes, Pack, long long> {" in header
     # Static views scale by lg::Unscaled (1) and map rows by lg::AllRows (the identity).
-    assert "return base + Rows::map(r) * (RowStride * scale.value()) + Offset * scale.value();" in header
-    assert "    const lg::views::vsn::Window_snap_view<const float, 4> x{ {lg_arg_x}, lg_dim_B, lg_dim_K };\n" in fwd
+    assert "return Row(base + RowMap::map(r) * (RowStride * scale.value()) + Offset * scale.value());" in header
+    assert "    const lg::views::vsn::Window_snap_view<const float, 4, lg::Packing::strided> x{ {lg_arg_x}, lg_dim_B, lg_dim_K };\n" in fwd
     assert "//   x: in [B, K, F] <- `Window.snap`, columns 0..40 of Window [B, K, 56], strides (K*56, 56, 1)\n" in fwd
     assert "    [[maybe_unused]] constexpr int F = 40;\n" in fwd
     # The template indexes only through the view; no literal stride reaches the kernel body.
@@ -134,10 +134,10 @@ def test_the_same_template_bound_twice_generates_two_kernels_with_their_own_view
                                   scale.bind(name="scale_packed", x=packed)])
     files = render_spec(spec, REPO, "tests/test_codegen.py").files
     assert sorted(files) == ["twice/__init__.py", "twice/scale_packed.cu", "twice/scale_window.cu", "twice/twice.cuh"]
-    assert "struct Window_snap_view : lg::Field<T, 40, 56, 0, VectorBytes, long long>" in files["twice/twice.cuh"]
-    assert "struct Packed_view : lg::Field<T, 40, 40, 0, VectorBytes, long long>" in files["twice/twice.cuh"]
-    assert "lg::views::twice::Window_snap_view<float, 4> x{" in files["twice/scale_window.cu"]
-    assert "lg::views::twice::Packed_view<float, 4> x{" in files["twice/scale_packed.cu"]
+    assert "struct Window_snap_view : lg::Field<Window_snap_view_rows, T, 40, 56, 0, VectorBytes, Pack, long long>" in files["twice/twice.cuh"]
+    assert "struct Packed_view : lg::Field<Packed_view_rows, T, 40, 40, 0, VectorBytes, Pack, long long>" in files["twice/twice.cuh"]
+    assert "lg::views::twice::Window_snap_view<float, 4, lg::Packing::strided> x{" in files["twice/scale_window.cu"]
+    assert "lg::views::twice::Packed_view<float, 4, lg::Packing::strided> x{" in files["twice/scale_packed.cu"]
     assert "void __launch_bounds__(128) scale_window(" in files["twice/scale_window.cu"]
 
 
@@ -156,7 +156,7 @@ def test_half_precision_layouts_include_the_fp16_header() -> None:
     k = Kernel("halve", "specs/mini/scale_snap.cu.j2", [InOut("x", [B, F])])
     files = render_spec(Spec("h", kernels=[k.bind(x=halves)]), REPO, "tests/test_codegen.py").files
     assert "#include <cuda_fp16.h>\n" in files["h/h.cuh"]
-    assert "lg::views::h::Halves_view<__half, 2> x{" in files["h/halve.cu"]
+    assert "lg::views::h::Halves_view<__half, 2, lg::Packing::strided> x{" in files["h/halve.cu"]
 
 
 # -- #line maps to the template, through loops and conditionals ---------------------------------

@@ -231,7 +231,8 @@ def test_unknown_key_suggests_the_closest(root: Path) -> None:
 def test_unknown_key_without_a_close_match_lists_the_keys(root: Path) -> None:
     assert error(root, "verbose = true\n") == (
         "`[tool.layoutgen]` has no key `verbose` (pyproject.toml);"
-        " known keys: `specs`, `out`, `arch`, `cache_dir`, `debug`, `select`, `ignore`, `warnings_as_errors`"
+        " known keys: `specs`, `out`, `arch`, `cache_dir`, `debug`, `select`, `ignore`, `warnings_as_errors`,"
+        " `include`, `templates`"
     )
 
 

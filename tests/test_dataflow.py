@@ -193,8 +193,8 @@ def test_generated_module_runs_programs_and_captures_them() -> None:
     assert "7. sgd_update(W=W, b=b, grad_W=grad_W, grad_b=grad_b, lr=lr)" in doc
     runner = module._lg_program_vsn_step
     assert [b.name for b in runner.spec.buffers] == [
-        "raw", "stats", "window", "ctx", "W", "b", "gates", "y", "target", "grad_y", "grad_W", "grad_b", "grad_x",
-        "lr"]
+        "raw", "stats", "window", "ctx", "W", "b", "gates", "y", "target", "grad_y", "grad_W", "grad_b", "grad_x"]
+    assert [v.name for v in runner.spec.values] == ["lr"]  # a scalar, given each run
     access = {b.name: b.access for b in runner.spec.buffers}
     assert access["raw"] == "in" and access["window"] == "inout" and access["grad_x"] == "out"
 

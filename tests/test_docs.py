@@ -273,7 +273,47 @@ LAUNCH_CASES: dict[str, Any] = {
     "LG615": lambda: _without_a_device(lambda: _vsn().variable_selection_fwd(*_fwd())),
     "LG616": lambda: _vsn().variable_selection_fwd(*_fwd(), stream=12345),
     "LG617": lambda: _vsn().context_broadcast(Dev((2**31 - 1, 16)), Dev((2**31 - 1, 17, 56), ptr=BASE + 2**40)),
+    "LG620": lambda: _vsn().sgd_update(*_sgd(), lr="5e-5"),
+    "LG621": lambda: _dropout()(Dev((256, 64, 40)), Dev((256, 64, 40), ptr=BASE + 0x1000000), 0.1, -1),
+    "LG622": lambda: _vsn().sgd_update(*_sgd(), lr=float("nan")),
+    "LG623": lambda: _captured_vsn_step(lr=0.05).replay(lr=0.01),
+    "LG624": lambda: _on_an_h200(_grid_launcher("series_reverse", 256, "general", 1, dims=("B",), shared=True),
+                                 Dev((4, 60000, 1)), Dev((4, 60000, 1), ptr=BASE + 2**32)),
+    "LG625": lambda: _on_an_h200(_grid_launcher("colsum", 1024, "persistent", 32), Dev((4096, 40)), occupancy=0),
 }
+
+
+def _grid_launcher(name: str, block: int, kind: str, per_block: int, dims: tuple[str, ...] = (),
+                   shared: bool = False) -> Any:
+    """The launcher of the grids examples: `series_reverse` (x, y: [B, K, 1], a `stage` of K floats) or a
+    persistent `colsum` over one [N, 40] array."""
+    from layoutgen.runtime.launch import BlockRule, KernelLauncher, KernelSpec, LayoutSpec, ParamSpec, SharedArray
+
+    if shared:
+        series = LayoutSpec("Series", ("B", "K"), 1, "f32", 4)
+        params = (ParamSpec("x", "in", series, "Series", 4), ParamSpec("y", "out", series, "Series", 4))
+    else:
+        params = (ParamSpec("x", "in", LayoutSpec("Rows", ("N",), 40, "f32", 4), "Rows", 4),)
+    spec = KernelSpec(name, f"{name}.cu", params, symbols=tuple(dict.fromkeys(
+        s for p in params for s in p.layout.symbols)), grid_param=0, per_row=1, block=block,
+        count=BlockRule(kind, per_block, dims), shared=(SharedArray("stage", 4, ("K",)),) if shared else ())
+    return KernelLauncher(spec, REPO, "")
+
+
+def _on_an_h200(launcher: Any, *arrays: Any, occupancy: int = 8) -> None:
+    """Call ``launcher`` on device 0 as an H200 (132 SMs, 227 KiB a block) whose kernels launch nothing."""
+    from unittest import mock
+
+    from layoutgen.runtime import launch
+    from layoutgen.runtime import occupancy as device
+
+    function = mock.Mock(handle=0xF00D)
+    with mock.patch.object(launch, "find_device", lambda: 0), mock.patch.object(launch, "device_arch", lambda d: "sm_90"), \
+            mock.patch.object(type(launcher), "function", lambda self, d, a: function), \
+            mock.patch.object(device, "_DEVICES", {0: device.DeviceLimits(232448, 132)}), \
+            mock.patch.object(device, "_STATIC", {(0, 0xF00D): 0}), mock.patch.object(device, "_ALLOWED", {}), \
+            mock.patch.object(device, "_RESIDENT", {(0, 0xF00D, launcher.spec.block, 0): occupancy}):
+        launcher(*arrays)
 
 
 def _vsn() -> Any:
@@ -295,6 +335,34 @@ def _without_a_device(call: Any) -> None:
 
     with mock.patch.object(driver, "_GET_DEVICE", get_device), mock.patch.object(driver, "_NO_DEVICE", CUDARuntimeError):
         call()
+
+
+def _sgd() -> tuple[Any, ...]:
+    """The arrays of the examples' `sgd_update(W, b, grad_W, grad_b, lr)`."""
+    return (Dev((40, 40)), Dev((40,), ptr=BASE + 0x1000000), Dev((40, 40), ptr=BASE + 0x2000000),
+            Dev((40,), ptr=BASE + 0x3000000))
+
+
+def _dropout() -> Any:
+    """The launcher of LG621's `dropout(x, mask, p, seed)`: `Scalar("p", f32, finite=True)`, `Scalar("seed", u64)`."""
+    from layoutgen.runtime.launch import KernelLauncher, KernelSpec, LayoutSpec, ParamSpec, ScalarSpec
+
+    features = LayoutSpec("Features", ("B", "K"), 40, "f32", 4)
+    params = (ParamSpec("x", "in", features, "Features", 4), ParamSpec("mask", "out", features, "Features", 4))
+    spec = KernelSpec("dropout", "dropout.cu", params, symbols=("B", "K"), grid_param=0, per_row=40, block=256,
+                      scalars=(ScalarSpec("p", "f32", finite=True), ScalarSpec("seed", "u64")))
+    return KernelLauncher(spec, Path(), "")
+
+
+def _captured_vsn_step(lr: float) -> Any:
+    """A graph of `vsn_step` as `capture_vsn_step(..., lr=lr)` makes one (its capture needs a GPU)."""
+    from layoutgen.runtime.program import ProgramGraph, ProgramRunner
+    from layoutgen.runtime.validate import check_scalar
+
+    (runner,) = [v for v in vars(_vsn()).values() if isinstance(v, ProgramRunner) and v.spec.name == "vsn_step"]
+    (value,) = runner.spec.values
+    return ProgramGraph("vsn_step", SimpleNamespace(launch=lambda stream: None), (), 7,
+                        ((value, lr, check_scalar("vsn_step", value, lr)),))
 
 
 @pytest.mark.parametrize("code", sorted(LAUNCH_CASES))

@@ -161,7 +161,7 @@ def test_views_whose_names_join_alike_get_structs_of_their_own(tmp_path: Path) -
     kernels = [Kernel(f"k{i}", body, [Out("x", [n, 4])], template_root=tmp_path).bind(x=view)
                for i, view in enumerate([layouts[0].view, layouts[1].b, layouts[2].view])]
     rendered = render(Spec("joined", kernels=kernels), tmp_path)
-    structs = re.findall(r"^struct (\w+) :", rendered.files["joined/joined.cuh"], re.M)
+    structs = re.findall(r"^struct (\w+) : lg::Field<", rendered.files["joined/joined.cuh"], re.M)
     assert structs == ["a_b_view", "a_b_view_2", "a_b_2_view"]
     nvrtc(rendered, "joined")
 

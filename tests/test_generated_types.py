@@ -100,7 +100,7 @@ def test_a_vec_wider_than_the_launcher_checks_does_not_compile(tmp_path: Path) -
         'static assertion failed with "vec<N>: the launcher checks this parameter\'s alignment for narrower accesses '
         'only; declare vector=N on the parameter (see the instantiation below)"')
     assert "at line 1 of k.cu.j2" in info.value.log  # NVRTC names the template's line that asked for it
-    assert "lg::views::vec::Rows_view<float, 4> x{" in rendered.files["vec/k.cu"]
+    assert "lg::views::vec::Rows_view<float, 4, lg::Packing::strided> x{" in rendered.files["vec/k.cu"]
 
 
 def test_with_vector_16_the_view_and_the_launcher_agree_on_16_bytes(tmp_path: Path) -> None:
@@ -110,7 +110,7 @@ def test_with_vector_16_the_view_and_the_launcher_agree_on_16_bytes(tmp_path: Pa
                template_root=tmp_path)
     spec = Spec("vec", kernels=[k.bind(x=rows, y=rows)])
     rendered = render(spec, tmp_path)
-    assert "lg::views::vec::Rows_view<float, 16> x{" in rendered.files["vec/k.cu"]
+    assert "lg::views::vec::Rows_view<float, 16, lg::Packing::strided> x{" in rendered.files["vec/k.cu"]
     assert "_lg_ParamSpec('x', 'out', Rows.spec, 'Rows', 16, cols=(0, 8))" in rendered.files["vec/__init__.py"]
     nvrtc(rendered, "vec")
 
@@ -120,7 +120,7 @@ def test_grid_vectors_kernels_check_and_use_the_kernels_width(tmp_path: Path) ->
     window = Layout("Window", [b, k], f32, [Field("snap", 40), Field("context", 16)])
     gather, scatter = field_copies(window.context)
     rendered = render_spec(Spec("copies", kernels=[gather, scatter]), tmp_path, "spec.py")
-    assert "lg::views::copies::Window_context_view<const float, 16> src{" in rendered.files["copies/gather_Window_context.cu"]
+    assert "lg::views::copies::Window_context_view<const float, 16, lg::Packing::strided> src{" in rendered.files["copies/gather_Window_context.cu"]
     params = module_model(Spec("copies", kernels=[gather, scatter]), {id(lay): "" for lay in (window, gather.view("dst").layout)})
     assert [p.align for kernel in params["kernels"] for p in kernel.params] == [16, 16, 16, 16]  # type: ignore[attr-defined]
     nvrtc(rendered, "copies")

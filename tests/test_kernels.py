@@ -130,7 +130,7 @@ NOT_C_IDENT = "must be a C identifier (letters, digits, `_`; not starting with a
         ("params-str", lambda: Kernel("k", "k.cu.j2", "x"),  # type: ignore[arg-type]  # site: params-str
          "kernel `k` needs a non-empty list of parameters"),
         ("not-a-param", lambda: Kernel("k", "k.cu.j2", [In("x", [B]), 3]),  # type: ignore[list-item]  # site: not-a-param
-         "the parameters of `k` must be In, Out or InOut, got 3"),
+         "the parameters of `k` must be In, Out, InOut or Scalar, got 3"),
         ("block-0", lambda: Kernel("k", "k.cu.j2", [In("x", [B])], grid=Grid(param="x", block=0)),  # site: block-0
          "the block size of `k` must be 1..1024, got 0"),
         ("block-2048", lambda: Kernel("k", "k.cu.j2", [In("x", [B])], grid=Grid.rows("x", 2048)),  # site: block-2048
@@ -181,9 +181,10 @@ def test_lg208_a_grid_of_an_unknown_kind(site_of: SiteOf) -> None:
     err = raises(lambda: Kernel("k", "k.cu.j2", [In("x", [B])], grid=Grid("x", "rows")))  # type: ignore[arg-type]  # site: kind
     assert err.code == "LG208"
     assert err.diagnostic.message == (
-        'the grid of `k` must start one thread per "row", "element" or "vector", got \'rows\''
+        "the grid of `k` must be one of Grid.rows, Grid.elements, Grid.vectors, Grid.tiles, Grid.warps, "
+        "Grid.persistent, Grid.general, got per='rows'"
     )
-    assert err.hint == 'use Grid.rows, Grid.elements or Grid.vectors("x")'
+    assert err.hint == 'for example Grid.rows("x") or Grid.tiles("x")'
     assert err.site == site_of("kind")
 
 

@@ -158,11 +158,11 @@ def test_an_empty_array_shares_no_memory() -> None:
 
 
 def test_a_program_refuses_buffers_that_overlap_in_part(launched: list[Any]) -> None:
-    from tests.test_program_runner import SHAPES, buffers
+    from tests.test_program_runner import LR, SHAPES, buffers
 
     gates = list(SHAPES).index("gates")
     shifted = Dev((B, K, 40), ptr=BASE + gates * 0x100000 + 160)  # y starts one row into gates
-    err = refused("LG613", lambda: vsn.vsn_step(**buffers(y=shifted)))
+    err = refused("LG613", lambda: vsn.vsn_step(**buffers(y=shifted), lr=LR))
     assert "same memory for buffers `gates` and `y`" in str(err)
     assert launched == []
 
@@ -287,14 +287,14 @@ def test_the_largest_grid_cuda_allows_is_launched(launched: list[Any]) -> None:
 
 
 def test_a_program_refuses_a_grid_past_the_limit_before_any_launch(launched: list[Any]) -> None:
-    from tests.test_program_runner import SHAPES
+    from tests.test_program_runner import LR, SHAPES
 
     b, k = 2**26, 2**10  # snap_feature_assemble: a thread per feature, 40 a row
     shapes = {name: tuple({"B": b, "K": k}.get(str(d), d) for d in shape) for name, shape in SHAPES.items()}
     shapes.update(raw=(b, k, 40), window=(b, k, 56), ctx=(b, 16), gates=(b, k, 40), y=(b, k, 40), target=(b, k, 40),
                   grad_y=(b, k, 40), grad_x=(b, k, 40))
     given = {name: Dev(shape, ptr=BASE + i * 2**45) for i, (name, shape) in enumerate(shapes.items())}
-    err = refused("LG617", lambda: vsn.vsn_step(**given))
+    err = refused("LG617", lambda: vsn.vsn_step(**given, lr=LR))
     assert str(err).startswith(f"error[LG617]: `snap_feature_assemble` needs {b * k * 40} threads")
     assert launched == []
 
@@ -352,10 +352,10 @@ def test_without_a_device_the_arguments_are_checked_first(no_device: None) -> No
 
 
 def test_a_program_without_a_device_checks_its_buffers_first(no_device: None) -> None:
-    from tests.test_program_runner import buffers
+    from tests.test_program_runner import LR, buffers
 
-    refused("LG601", lambda: vsn.vsn_step(**buffers(window=Dev((B, K, 40), ptr=BASE + 0x2000000))))
-    err = refused("LG615", lambda: vsn.vsn_step(**buffers()))
+    refused("LG601", lambda: vsn.vsn_step(**buffers(window=Dev((B, K, 40), ptr=BASE + 0x2000000)), lr=LR))
+    err = refused("LG615", lambda: vsn.vsn_step(**buffers(), lr=LR))
     assert str(err) == f"error[LG615]: program `vsn_step` {NO_DEVICE}"
 
 

@@ -152,17 +152,17 @@ def test_nothing_launched_bumps_nothing(launched: list[Any]) -> None:
 
 def test_a_program_follows_the_same_rules(launched: list[Any]) -> None:
     from tests.test_launch_validation import runner_of
-    from tests.test_program_runner import SHAPES
+    from tests.test_program_runner import LR, SHAPES
 
     given = {name: on_device(*shape) for name, shape in SHAPES.items()}
     before = {name: t._version for name, t in given.items()}
-    vsn.vsn_step(**given)
+    vsn.vsn_step(**given, lr=LR)
     bumped = {name for name, t in given.items() if t._version != before[name]}
     assert bumped == {b.name for b in runner_of(vsn, "vsn_step").spec.buffers if b.access != "in"}
     assert "raw" not in bumped and "window" in bumped and len(launched) == 7
     given["grad_W"].requires_grad_()
     with pytest.raises(LaunchError) as info:
-        vsn.vsn_step(**given)
+        vsn.vsn_step(**given, lr=LR)
     assert info.value.code == "LG618" and "`vsn_step.grad_W` (Weights, layout Weights [40, 40] f32)" in str(info.value)
     assert len(launched) == 7
 

@@ -20,6 +20,7 @@ from layoutgen import Field, Layout, Site, dims, f32
 from layoutgen.schema.diagnostics import Diagnostic
 from layoutgen.checks.lint import lint_template
 from layoutgen.declare.kernels import In, Kernel, Out
+from layoutgen.declare.unify import unify
 
 HERE = Path(__file__).resolve().parent
 SPECS = HERE / "specs" / "lint"
@@ -305,7 +306,7 @@ def test_a_literal_row_multiplier_says_how_far_apart_the_rows_are(tmp_path: Path
     ("    const float* p = x.row(0) + 40 * r;\n",
      "equals the width of `x` (Window.snap)", "rows of `x` are 56 elements apart: index with `x.row(r)`"),
     ("    const float v = *(x.row(0) + row * 56 + f);\n",
-     "equals the row stride of `x` (Window.snap)", "rows of `x` are 56 elements apart: index with `&x.at(row, f)`"),
+     "equals the row stride of `x` (Window.snap)", "rows of `x` are 56 elements apart: index with `x.at(row, f)`"),
     ("    const float v = x.at(r * 40 + c, 0);\n",
      "equals the width of `x` (Window.snap)", "rows of `x` are 56 elements apart: index with `x.at(r, c)`"),
     ("    const float v = x.at(0, r * 40 + c);\n",
@@ -454,7 +455,7 @@ def row_multipliers(draw: st.DrawFn) -> tuple[Any, int, str, str]:
         (f"    const float* p = x.row(0) + {product};\n", "x.row(r)"),
         (f"    auto p = x.row(0);\n    p += {product};\n", "x.row(r)"),
         (f"    const float v = x[{product} + c];\n", "x.at(r, c)"),
-        (f"    const float v = *(x.row(0) + ({product}) + c);\n", "&x.at(r, c)"),
+        (f"    const float v = *(x.row(0) + ({product}) + c);\n", "x.at(r, c)"),
     ]))
     return view, literal, *spelled
 
@@ -468,6 +469,52 @@ def test_every_spelling_of_a_literal_row_stride_is_reported_with_the_real_one(ca
     assert diag.message.startswith(f"literal {literal} in index arithmetic of kernel `forms` equals the ")
     assert diag.message.endswith(f"of `x` ({view.name})")
     assert diag.hint == f"rows of `x` are {view.row_stride} elements apart: index with `{accessor}`"
+
+
+@st.composite
+def named_row_multipliers(draw: st.DrawFn) -> tuple[Any, int, str, str, str]:
+    """A view, a row stride or width spelled with a name (the view's own fact, the kernel's symbol, the
+    body's constexpr), a body reading rows that far apart off row 0, and the accessor to use."""
+    view = draw(st.sampled_from([v for v in VIEWS if max(v.row_stride, v.width) > 1]))
+    names = [("x.row_stride", view.row_stride, ""), ("x.width", view.width, ""),
+             ("S", view.row_stride, f"    constexpr int S = {view.row_stride};\n"),
+             ("S", view.width, f"    constexpr int S = {view.width};\n")]
+    symbol = unify(Kernel("forms", "t.cu.j2", [In("x", [B, K, F])]).bind(x=view)).static.get("F")
+    if symbol is not None:
+        names.append(("F", symbol, ""))
+    name, value, prelude = draw(st.sampled_from([n for n in names if n[1] > 1]))
+    product = draw(st.sampled_from([f"r * {name}", f"{name} * r"]))
+    body, accessor = draw(st.sampled_from([
+        (f"    const float v = x.row(0)[{product} + c];\n", "x.at(r, c)"),
+        (f"    const float v = x.row(0)[c + {product}];\n", "x.at(r, c)"),
+        (f"    const float v = x.row(0)[{product}];\n", "x.at(r, 0)"),
+        (f"    const float v = *(x.row(0) + {product} + c);\n", "x.at(r, c)"),
+        (f"    const float* p = &x.at(0, 0);\n    const float v = p[{product} + c];\n", "x.at(r, c)"),
+    ]))
+    return view, value, name, prelude + body, accessor
+
+
+@SETTINGS
+@given(case=named_row_multipliers())
+def test_a_row_stride_spelled_with_a_name_is_reported_with_the_real_one(case: tuple[Any, int, str, str, str]) -> None:
+    """The seed bug is the same bug whatever names its stride: `x.width`, the kernel's `F`, a constexpr."""
+    view, value, name, body, accessor = case
+    (diag,) = lint_text(body, view)
+    assert diag.code == "LG401" and diag.site is not None and diag.site.line == body.count("\n")
+    assert diag.message.startswith(f"`{name}` ({value}) in index arithmetic of kernel `forms` equals the ")
+    assert diag.message.endswith(f"of `x` ({view.name})")
+    assert diag.hint == f"rows of `x` are {view.row_stride} elements apart: index with `{accessor}`"
+
+
+def test_names_that_say_what_they_mean_are_not_strides(tmp_path: Path) -> None:
+    """A named constant is a stride claim only where it multiplies an index off a row: the last column
+    (`F - 1`), a flattened leading index and a loop bound are what names are for."""
+    body = ("    for (int f = 0; f < F; ++f) dst.at(row, f % C) = x.at(row, F - 1) + x.at(row, f);\n"
+            "    dst.at(row, 0) = x.at(row / K * K + row % K, x.width - 1) + x.row(row)[x.width - 1];\n"
+            "    constexpr int S = 56;\n"
+            "    float tile[S * 2];\n"
+            "    tile[row * S] = x.row(row)[F - 1];\n")
+    assert lint(tmp_path, body, x=Window.snap, dst=Window.context) == []
 
 
 def expressions() -> st.SearchStrategy[str]:

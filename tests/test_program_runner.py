@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import pytest
 
 import generated.vsn as vsn
@@ -20,8 +21,10 @@ B, K = 4, 8
 SHAPES = {
     "raw": (B, K, 40), "stats": (40, 2), "window": (B, K, 56), "ctx": (B, 16), "W": (40, 40), "b": (40,),
     "gates": (B, K, 40), "y": (B, K, 40), "target": (B, K, 40), "grad_y": (B, K, 40), "grad_W": (40, 40),
-    "grad_b": (40,), "grad_x": (B, K, 40), "lr": (1,),
+    "grad_b": (40,), "grad_x": (B, K, 40),
 }
+LR = 0.05
+LR_BITS = int.from_bytes(np.float32(LR).tobytes(), "little")  # the f32 `lr` as the launch passes it
 
 
 def buffers(**replace: Any) -> dict[str, Any]:
@@ -49,7 +52,7 @@ def test_the_runner_launches_every_kernel_in_order_with_each_buffers_pointer(
     launches: list[tuple[str, int, int, list[int]]],
 ) -> None:
     given = buffers()
-    vsn.vsn_step(**given)
+    vsn.vsn_step(**given, lr=LR)
     ptr = {name: a.__cuda_array_interface__["data"][0] for name, a in given.items()}
     assert [name for name, *_ in launches] == [
         "snap_feature_assemble", "context_broadcast", "variable_selection_fwd", "mse_grad", "zero_grads",
@@ -60,18 +63,19 @@ def test_the_runner_launches_every_kernel_in_order_with_each_buffers_pointer(
     assert by_kernel["variable_selection_fwd"][2] == [ptr["window"], ptr["W"], ptr["b"], ptr["gates"], ptr["y"], B, K]
     # one thread per element of Window.context: B*K rows of 16, 256 threads a block
     assert by_kernel["context_broadcast"][:2] == ((B * K * 16 + 255) // 256, 256)
-    assert by_kernel["sgd_update"][2] == [ptr["W"], ptr["b"], ptr["grad_W"], ptr["grad_b"], ptr["lr"]]
+    # the pointers, then the scalar `lr` by value (a program value, given each run)
+    assert by_kernel["sgd_update"][2] == [ptr["W"], ptr["b"], ptr["grad_W"], ptr["grad_b"], LR_BITS]
 
 
 def test_a_wrong_buffer_is_refused_naming_the_program_and_buffer_and_nothing_runs(
     launches: list[tuple[str, int, int, list[int]]],
 ) -> None:
     with pytest.raises(LaunchError) as err:
-        vsn.vsn_step(**buffers(window=Dev((B, K, 40), ptr=BASE + 0x2000000)))
+        vsn.vsn_step(**buffers(window=Dev((B, K, 40), ptr=BASE + 0x2000000)), lr=LR)
     assert err.value.code == "LG601"
     assert str(err.value).startswith("error[LG601]: `vsn_step.window` (Window, layout Window [B, K, 56]")
     with pytest.raises(LaunchError) as err:
-        vsn.vsn_step(**buffers(y=Dev((B + 1, K, 40), ptr=BASE + 0x7000000)))
+        vsn.vsn_step(**buffers(y=Dev((B + 1, K, 40), ptr=BASE + 0x7000000)), lr=LR)
     assert err.value.code == "LG603" and "`B` = 5" in str(err.value)
     assert launches == []
 
@@ -79,10 +83,10 @@ def test_a_wrong_buffer_is_refused_naming_the_program_and_buffer_and_nothing_run
 def test_one_array_for_two_buffers_is_refused(launches: list[tuple[str, int, int, list[int]]]) -> None:
     shared = Dev((B, K, 40), ptr=BASE + 0x6000000)
     with pytest.raises(LaunchError) as err:
-        vsn.vsn_step(**buffers(gates=shared, y=shared))
+        vsn.vsn_step(**buffers(gates=shared, y=shared), lr=LR)
     assert err.value.code == "LG613"
     assert "same memory for buffers `gates` and `y`" in str(err.value) or \
         "same memory for buffers `y` and `gates`" in str(err.value)
     assert launches == []
-    vsn.vsn_step(**buffers())  # distinct again: runs
+    vsn.vsn_step(**buffers(), lr=LR)  # distinct again: runs
     assert len(launches) == 7

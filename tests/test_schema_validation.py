@@ -31,7 +31,7 @@ from layoutgen.schema import (
 
 B, K = dims("B K")
 
-DTYPE_LIST = "f64, f32, f16, bf16, i64, i32, i16, i8, u64, u32, u16, u8"
+DTYPE_LIST = "f64, f32, f16, bf16, i64, i32, i16, i8, u64, u32, u16, u8, bool"
 NOT_C_IDENT = "must be a C identifier (letters, digits, `_`; not starting with a digit)"
 
 

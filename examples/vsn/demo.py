@@ -94,15 +94,14 @@ def run_program(vsn, ref, rng, b: int, k: int) -> None:  # type: ignore[no-untyp
 
     def buffers():  # type: ignore[no-untyped-def]
         dev = {name: cupy.asarray(np.asarray(a, np.float32)) for name, a in inputs.items()}
-        dev["lr"] = cupy.asarray(np.array([lr], np.float32))
         for name in want:
             if name not in dev:
                 dev[name] = cupy.full(want[name].shape, cupy.nan, cupy.float32)
         return dev
 
     plain, replayed = buffers(), buffers()
-    vsn.vsn_step(**plain)
-    vsn.capture_vsn_step(**replayed).replay()
+    vsn.vsn_step(**plain, lr=lr)  # the learning rate is a scalar, given each run
+    vsn.capture_vsn_step(**replayed, lr=lr).replay()  # the graph keeps the lr it was captured with
     cupy.cuda.get_current_stream().synchronize()
     print(f"program vsn_step ({len(want)} buffers written, 7 launches); relative error against float64 NumPy:")
     for name in want:

@@ -7,7 +7,8 @@ here every kernel gets its strides from these declarations.
 """
 
 from layoutgen import (
-    Buffer, Field, Grid, Group, In, InOut, Kernel, Launch, Layout, Out, Program, Spec, dims, f32, field_copies,
+    Buffer, Field, Grid, Group, In, InOut, Kernel, Launch, Layout, Out, Program, Scalar, Spec, Value, dims, f32,
+    field_copies,
 )
 
 B, K, F, C = dims("B K F C")
@@ -39,7 +40,6 @@ Context = Layout("Context", [B], f32, width=16, doc="per-batch context, one row 
 Features = Layout("Features", [B, K], f32, width=40, doc="gates, outputs and their gradients")
 Weights = Layout("Weights", [40], f32, width=40, doc="VSN gate weights W[i, j]")
 Bias = Layout("Bias", [], f32, width=40, doc="VSN gate bias")
-LearningRate = Layout("LearningRate", [], f32, width=1, doc="step size, already divided by the rows")
 
 # -- kernels -------------------------------------------------------------------
 
@@ -89,7 +89,7 @@ sgd_update = Kernel("sgd_update", "sgd_update.cu.j2", [
     InOut("b", [F]),
     In("grad_W", [F, F]),
     In("grad_b", [F]),
-    In("lr", [1]),
+    Scalar("lr", f32, finite=True),  # the step size, already divided by the rows
 ], grid=Grid.elements("W"), doc="W -= lr * grad_W; b -= lr * grad_b")
 
 # -- the training step as a program ------------------------------------------------
@@ -100,7 +100,7 @@ ctx = Buffer("ctx", Context, input=True)
 target = Buffer("target", Features, input=True)
 W = Buffer("W", Weights, input=True, output=True)
 b = Buffer("b", Bias, input=True, output=True)
-lr = Buffer("lr", LearningRate, input=True)
+lr = Value("lr", f32)  # given each run: vsn_step(..., lr=0.05)
 window = Buffer("window", Window, output=True)  # the context columns feed the model after the VSN
 gates = Buffer("gates", Features)
 y = Buffer("y", Features, output=True)

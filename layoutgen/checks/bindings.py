@@ -9,6 +9,10 @@ from ..schema import View
 from ..schema.diagnostics import Diagnostic
 from ..schema.dims import shape_text, strides_text
 from .dataflow import check_program
+from .grids import check_shared_memory
+
+#: The arch checks assume where none is given: the default of `arch` in [tool.layoutgen].
+DEFAULT_ARCH = "sm_90"
 
 
 def describe_view(view: View) -> str:
@@ -96,8 +100,8 @@ def _param_checks(binding: Binding, param: Param, view: View) -> list[Diagnostic
     return out
 
 
-def check_binding(binding: Binding) -> list[Diagnostic]:
-    """Every LG2xx problem of one binding, in parameter order."""
+def check_binding(binding: Binding, arch: str = DEFAULT_ARCH) -> list[Diagnostic]:
+    """Every LG2xx problem of one binding, in parameter order, then its shared memory on ``arch`` (LG217)."""
     unified = unify(binding)
     out: list[Diagnostic] = []
     for param, view in unified.rank_errors:
@@ -109,8 +113,8 @@ def check_binding(binding: Binding) -> list[Diagnostic]:
         ))
     out.extend(_conflict(binding, c) for c in unified.conflicts)
     grid = binding.kernel.grid
-    grid_view = binding.view(grid.param)
-    if grid.per == "vector" and not grid_view.column_unit.is_static:
+    grid_view = binding.view(grid.param) if grid.param is not None else None  # Grid.general follows no parameter
+    if grid.per == "vector" and grid_view is not None and not grid_view.column_unit.is_static:
         out.append(Diagnostic(
             "LG210",
             f"`{binding.name}` starts one thread per {grid.per} of `{grid.param}`, bound to {describe_view(grid_view)}, "
@@ -121,11 +125,15 @@ def check_binding(binding: Binding) -> list[Diagnostic]:
         ))
     for param, view in binding.pairs:
         out.extend(_param_checks(binding, param, view))
+    out.extend(check_shared_memory(binding, unified, arch))
     return out
 
 
-def check_spec(spec: Spec) -> list[Diagnostic]:
-    """Binding checks of every kernel of a spec, unique generated names (LG209), and program dataflow (LG3xx)."""
+def check_spec(spec: Spec, arch: str = DEFAULT_ARCH) -> list[Diagnostic]:
+    """Binding checks of every kernel of a spec, unique generated names (LG209), and program dataflow (LG3xx).
+
+    ``arch`` is the arch the kernels are compiled for: static shared memory is checked against it (LG217).
+    """
     out: list[Diagnostic] = []
     first: dict[str, Binding] = {}
     for binding in spec.kernels:
@@ -137,7 +145,7 @@ def check_spec(spec: Spec) -> list[Diagnostic]:
                 binding.site, hint=f"name each binding: {binding.kernel.name}.bind(name=\"...\", ...)",
             ))
         first.setdefault(binding.name, binding)
-        out.extend(check_binding(binding))
+        out.extend(check_binding(binding, arch))
     for program in spec.programs:
         out.extend(check_program(program))
     return out

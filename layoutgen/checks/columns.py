@@ -9,18 +9,20 @@ in range is known before anything runs. The places read here:
   ``h`` and the element ``d`` of a ``[H, D]`` field);
 - the vector index ``i`` of ``x.vec<16>(r, i)`` (16-byte groups of the row).
 
-A constant is an integer literal (signed, in parentheses), a static symbol of the kernel (the
-renderer's ``constexpr int F = 40;``) or a name the body itself defines ``constexpr`` from a literal.
+A constant is what :mod:`.constants` gives a value: an integer literal (signed, in parentheses), a
+static symbol of the kernel, a name the body defines ``constexpr`` from a constant, or a view's
+layout fact (``x.width``).
 An index computed any other way is the debug build's to check.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from .cxx import Group, Node, Token, int_value, tree
-from .indexing import accessor_call, split_at
+from .constants import Constants
+from .cxx import Group, Node, Token, split_at, tree
+from .indexing import accessor_call
 
 AT, CALL, ROW, VEC = "at", "call", "row", "vec"
 
@@ -39,58 +41,25 @@ class ConstantIndex:
 
 
 def constant_indices(lines: Iterable[str], views: Iterable[str],
-                     constants: Mapping[str, int]) -> list[list[ConstantIndex]]:
+                     constants: Sequence[Constants]) -> list[list[ConstantIndex]]:
     """For each line of a body (code only, as :func:`.cxx.scan` gives it), its constant indices into one
-    of ``views``; ``constants``: the kernel's static symbols."""
+    of ``views``; ``constants``: what names mean on each line (:func:`.constants.line_constants`)."""
     names = frozenset(views)
-    known = dict(constants)  # grows with the body's own `constexpr` names, line by line
     out: list[list[ConstantIndex]] = []
-    for line in lines:
-        nodes = tree(line)
-        _declared_constants(nodes, known)
+    for line, known in zip(lines, constants):
         found: list[ConstantIndex] = []
-        _walk(line, nodes, names, known, found)
+        _walk(line, tree(line), names, known, found)
         out.append(found)
     return out
 
 
-def _constant(nodes: Sequence[Node], constants: Mapping[str, int]) -> int | None:
-    """The value of an index that is one constant: `40`, `-1`, `(F)`, `F`; None otherwise."""
-    sign = 1
-    if len(nodes) == 2 and isinstance(nodes[0], Token) and nodes[0].kind == "op" and nodes[0].text in "+-":
-        sign, nodes = (-1 if nodes[0].text == "-" else 1), nodes[1:]
-    if len(nodes) != 1:
-        return None
-    node = nodes[0]
-    if isinstance(node, Group):
-        inner = _constant(node.items, constants) if node.open == "(" else None
-        return None if inner is None else sign * inner
-    value = int_value(node) if node.kind == "num" else constants.get(node.text) if node.kind == "name" else None
-    return None if value is None else sign * value
-
-
-def _declared_constants(nodes: Sequence[Node], known: dict[str, int]) -> None:
-    """Remember ``constexpr int NAME = <constant>;`` declarations of the line."""
-    for statement in split_at(nodes, (";",)):
-        if not any(isinstance(n, Token) and n.text == "constexpr" for n in statement):
-            continue
-        for declarator in split_at(statement, (",",)):
-            at = next((k for k, n in enumerate(declarator) if isinstance(n, Token) and n.text == "="), None)
-            name = declarator[at - 1] if at else None
-            if at is None or not isinstance(name, Token) or name.kind != "name":
-                continue
-            value = _constant(declarator[at + 1 :], known)
-            if value is not None:
-                known[name.text] = value
-
-
-def _vector_bytes(nodes: Sequence[Node], i: int, constants: Mapping[str, int]) -> int | None:
+def _vector_bytes(nodes: Sequence[Node], i: int, constants: Constants) -> int | None:
     """The N of `x.vec<N>(...)`, the call ``nodes[i]``; None without a constant one."""
     before = nodes[i - 1] if i else None
-    return _constant(before.items, constants) if isinstance(before, Group) and before.open == "<" else None
+    return constants.value(before.items) if isinstance(before, Group) and before.open == "<" else None
 
 
-def _walk(text: str, nodes: Sequence[Node], views: frozenset[str], constants: Mapping[str, int],
+def _walk(text: str, nodes: Sequence[Node], views: frozenset[str], constants: Constants,
           found: list[ConstantIndex]) -> None:
     for i, node in enumerate(nodes):
         if not isinstance(node, Group) or node.open == "<":
@@ -103,12 +72,12 @@ def _walk(text: str, nodes: Sequence[Node], views: frozenset[str], constants: Ma
             call = text[start : node.end].strip()
             subscript = nodes[i + 1] if i + 1 < len(nodes) else None
             if member == "row" and isinstance(subscript, Group) and subscript.open == "[":
-                value = _constant(subscript.items, constants)
+                value = constants.value(subscript.items)
                 if value is not None:
                     found.append(ConstantIndex(view, ROW, value, 0, 1, None,
                                                text[start : subscript.end].strip()))
             elif member in (AT, VEC) and len(args) == 2:
-                value = _constant(args[1], constants)
+                value = constants.value(args[1])
                 if value is not None:
                     if member == AT:
                         found.append(ConstantIndex(view, AT, value, 1, 2, None, call))
@@ -116,7 +85,7 @@ def _walk(text: str, nodes: Sequence[Node], views: frozenset[str], constants: Ma
                         found.append(ConstantIndex(view, VEC, value, 1, 2, n, call))
             elif member is None:
                 for k, arg in enumerate(args):
-                    value = _constant(arg, constants)
+                    value = constants.value(arg)
                     if value is not None:
                         found.append(ConstantIndex(view, CALL, value, k, len(args), None, call))
         _walk(text, node.items, views, constants, found)

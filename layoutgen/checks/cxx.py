@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 # What is not C++ code, from its opening to its closing text: Jinja tags and
@@ -185,3 +186,15 @@ def _is_name(node: Node | None) -> bool:
 def source(line: str, nodes: tuple[Node, ...] | list[Node]) -> str:
     """The text of ``line`` that ``nodes`` cover."""
     return line[nodes[0].start : nodes[-1].end].strip() if nodes else ""
+
+
+def split_at(nodes: Sequence[Node], separators: Iterable[str]) -> list[list[Node]]:
+    """``nodes`` split at the operators ``separators`` (at this level of nesting only)."""
+    parts: list[list[Node]] = [[]]
+    stops = frozenset(separators)
+    for node in nodes:
+        if isinstance(node, Token) and node.kind == "op" and node.text in stops:
+            parts.append([])
+        else:
+            parts[-1].append(node)
+    return parts

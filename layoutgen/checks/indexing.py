@@ -19,7 +19,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 
-from .cxx import Group, Node, Token, int_value, source, tree
+from .constants import Constant, Constants
+from .cxx import Group, Node, Token, int_value, source, split_at, tree
 
 SUBSCRIPT, POINTER, ROW_ARGUMENT, COLUMN_ARGUMENT = "subscript", "pointer", "row argument", "column argument"
 FACTOR, TERM, ALONE = "factor", "term", "alone"
@@ -47,14 +48,19 @@ class IndexLiteral:
     place: str  # SUBSCRIPT, POINTER, ROW_ARGUMENT or COLUMN_ARGUMENT
     base: Base
     row: str | None  # for a factor: the index it multiplies, as written; None when that is not plain
-    others: _Terms  # the index's other terms: (sign, text, literal value)
+    others: _Terms  # the index's other terms: (sign, text, constant value)
+    spelled: str = ""  # how the body wrote it where that was a name (`F`, `x.width`); empty for a literal
 
 
-def index_literals(lines: Iterable[str], views: Iterable[str]) -> list[list[IndexLiteral]]:
-    """For each line of a body (code only, as :func:`.cxx.scan` gives it), in order, its literals that
-    take part in an index into one of ``views`` (the kernel's parameter names)."""
+def index_literals(lines: Iterable[str], views: Iterable[str],
+                   constants: Sequence[Constants] | None = None) -> list[list[IndexLiteral]]:
+    """For each line of a body (code only, as :func:`.cxx.scan` gives it), in order, its constants that
+    take part in an index into one of ``views`` (the kernel's parameter names): literals, and the names
+    ``constants`` (one per line, :func:`.constants.line_constants`) give a value."""
     reader = _Reader(frozenset(views))
-    return [reader.line(line) for line in lines]
+    lines = list(lines)
+    known = constants if constants is not None else [Constants()] * len(lines)
+    return [reader.line(line, values) for line, values in zip(lines, known)]
 
 
 # Names that start a statement but no declaration.
@@ -81,17 +87,6 @@ def _name(node: Node | None) -> str | None:
 
 def _group(node: Node | None, opener: str) -> Group | None:
     return node if isinstance(node, Group) and node.open == opener else None
-
-
-def split_at(nodes: Sequence[Node], separators: Iterable[str]) -> list[list[Node]]:
-    parts: list[list[Node]] = [[]]
-    stops = frozenset(separators)
-    for node in nodes:
-        if isinstance(node, Token) and node.kind == "op" and node.text in stops:
-            parts.append([])
-        else:
-            parts[-1].append(node)
-    return parts
 
 
 def _operand_end(node: Node | None) -> bool:
@@ -166,43 +161,49 @@ def accessor_call(nodes: Sequence[Node], i: int, views: frozenset[str]) -> tuple
     return view, member
 
 
-def _index(text: str, nodes: Sequence[Node], base: Base, place: str, outer: _Terms = ()) -> list[IndexLiteral]:
-    """The literals of the index ``nodes`` of the line ``text``; ``outer``: the terms around it, when it is in
+def _literal(text: str, nodes: Sequence[Node], constant: Constant, role: str, place: str, base: Base,
+             row: str | None, others: _Terms) -> IndexLiteral:
+    return IndexLiteral(constant.value, role, place, base, row, others, source(text, list(nodes)) if constant.named else "")
+
+
+def _index(text: str, nodes: Sequence[Node], base: Base, place: str, values: Constants,
+           outer: _Terms = ()) -> list[IndexLiteral]:
+    """The constants of the index ``nodes`` of the line ``text``; ``outer``: the terms around it, when it is in
     parentheses."""
     found: list[IndexLiteral] = []
     for alternative in split_at(nodes, ("?", ":")):
         terms = _terms(alternative)
-        value = literal_value(terms[0][1]) if len(terms) == 1 else None
-        if value is not None:  # the whole index: a row or column argument is no arithmetic
+        constant = values.of(terms[0][1]) if len(terms) == 1 else None
+        if constant is not None:  # the whole index: a row or column argument is no arithmetic
             if place == SUBSCRIPT and not outer:
-                found.append(IndexLiteral(value, ALONE, place, base, None, ()))
+                found.append(_literal(text, terms[0][1], constant, ALONE, place, base, None, ()))
         else:
-            found.extend(_index_terms(text, terms, base, place, outer))
+            found.extend(_index_terms(text, terms, base, place, values, outer))
     return found
 
 
-def _index_terms(text: str, terms: list[tuple[str, list[Node]]], base: Base, place: str,
+def _index_terms(text: str, terms: list[tuple[str, list[Node]]], base: Base, place: str, values: Constants,
                  outer: _Terms = ()) -> list[IndexLiteral]:
-    """The literals of the additive ``terms`` of an index: each term a literal, or literal factors of it."""
+    """The constants of the additive ``terms`` of an index: each term a constant, or constant factors of it."""
     found: list[IndexLiteral] = []
-    described = [(sign, source(text, term), literal_value(term)) for sign, term in terms]
+    described = [(sign, source(text, term), values.value(term)) for sign, term in terms]
     for k, (_, term) in enumerate(terms):
         others = tuple(d for j, d in enumerate(described) if j != k) + outer
-        value = described[k][2]
-        if value is not None:
-            found.append(IndexLiteral(value, TERM, place, base, None, others))
+        constant = values.of(term)
+        if constant is not None:
+            found.append(_literal(text, term, constant, TERM, place, base, None, others))
             continue
         factors = _binary_split(term, ("*", "/", "%"))
         plain = all(op in ("", "*") for op, _ in factors)
         for m, (op, factor) in enumerate(factors):
-            value = literal_value(factor)
+            constant = values.of(factor)
             multiplies = op == "*" or (op == "" and len(factors) > 1 and factors[1][0] == "*")
-            if value is not None and multiplies:
+            if constant is not None and multiplies:
                 row = " * ".join(source(text, f) for n, (_, f) in enumerate(factors) if n != m)
-                found.append(IndexLiteral(value, FACTOR, place, base, row if plain else None, others))
+                found.append(_literal(text, factor, constant, FACTOR, place, base, row if plain else None, others))
             elif len(factor) == 1 and (inner := _group(factor[0], "(")) is not None:
                 # (row * 56 + f) is the index itself, with the terms around it; (r) * 56 is one factor
-                found.extend(_index(text, inner.items, base, place, others if len(factors) == 1 else ()))
+                found.extend(_index(text, inner.items, base, place, values, others if len(factors) == 1 else ()))
     return found
 
 
@@ -213,10 +214,11 @@ class _Reader:
         self._views = views
         self._locals: dict[str, Base | None] = {}  # declared by the body: what it points into (None: nothing)
         self._text = ""
+        self._values = Constants()
         self._found: list[IndexLiteral] = []
 
-    def line(self, code: str) -> list[IndexLiteral]:
-        self._text, self._found = code, []
+    def line(self, code: str, values: Constants) -> list[IndexLiteral]:
+        self._text, self._values, self._found = code, values, []
         nodes = list(tree(code))
         if _op(nodes[0] if nodes else None, "#") and _name(nodes[1] if len(nodes) > 1 else None) == "define":
             body = nodes[3:]  # `#define NAME(params) body`: the body is code, the parameters are not
@@ -238,7 +240,7 @@ class _Reader:
         parts = _binary_split(nodes, tuple(_SEPARATORS))
         for n, (op, part) in enumerate(parts):
             if op in ("+=", "-=") and (base := self._pointer(parts[n - 1][1])) is not None:
-                self._found.extend(_index(self._text, part, base, POINTER))  # p += r * 56
+                self._found.extend(_index(self._text, part, base, POINTER, self._values))  # p += r * 56
             self._expression(part)
 
     def _expression(self, nodes: list[Node]) -> None:
@@ -247,7 +249,7 @@ class _Reader:
             base = self._pointer_term(term)
             if base is not None and len(terms) > 1:  # x.row(0) + row * 40: the other terms index the view
                 offset = [t for j, t in enumerate(terms) if j != k]
-                self._found.extend(_index_terms(self._text, offset, base, POINTER))
+                self._found.extend(_index_terms(self._text, offset, base, POINTER, self._values))
                 break
         self._walk(nodes)
 
@@ -259,7 +261,7 @@ class _Reader:
             if node.open == "[":
                 base = self._subscripted(nodes, i)
                 if base is not None:
-                    self._found.extend(_index(self._text, node.items, base, SUBSCRIPT))
+                    self._found.extend(_index(self._text, node.items, base, SUBSCRIPT, self._values))
             elif node.open == "(":
                 self._arguments(nodes, i)
             self._sequence(node.items, statements=node.open == "{" or _name(nodes[i - 1] if i else None) == "for")
@@ -379,4 +381,4 @@ class _Reader:
         else:
             return
         for arg, place in zip(args, places):
-            self._found.extend(_index(self._text, arg, Base(view, row=True, origin=False), place))
+            self._found.extend(_index(self._text, arg, Base(view, row=True, origin=False), place, self._values))

@@ -26,6 +26,7 @@ from ..schema.diagnostics import Diagnostic, Site
 from ..schema.dims import shape_text
 from ..schema.view import View
 from .columns import AT, CALL, ROW, VEC, ConstantIndex, constant_indices
+from .constants import line_constants, view_members
 from .cxx import scan
 from .indexing import ALONE, FACTOR, POINTER, ROW_ARGUMENT, SUBSCRIPT, TERM, IndexLiteral, index_literals
 
@@ -37,10 +38,18 @@ _RESERVED = re.compile(r"(?<![\w])lg_\w+")
 _LINE = re.compile(r'\s*#\s*line\s+(\d+)\s+"([^"]*)"')
 
 
-def _meanings(view: View, value: int, role: str, place: str, within_row: bool) -> list[str]:
-    """What ``value`` would wrongly stand for in an index into ``view``: "row stride", "width", "offset"."""
+def _meanings(view: View, value: int, role: str, place: str, within_row: bool, named: bool = False) -> list[str]:
+    """What ``value`` would wrongly stand for in an index into ``view``: "row stride", "width", "offset".
+
+    A ``named`` constant (``F``, ``x.width``) is the body saying what it means: it is a stride only where it
+    multiplies an index into the memory off a row or pointer (``x.row(0)[row * F + f]``), or steps there by
+    the row stride; ``x.at(r, F - 1)`` and ``x.at(b * K + k, f)`` are what names are for."""
     if value <= 1 or (role == TERM and place == ROW_ARGUMENT) or (role == ALONE and within_row):
         return []  # 0 and 1 mean nothing; a row plus a number, or a column of a row, is no stride
+    if named and (place not in (SUBSCRIPT, POINTER) or role == ALONE):
+        return []
+    if named and role == TERM:
+        return ["row stride"] if value == view.row_stride else []
     facts = [("row stride", view.row_stride), ("width", view.width)]
     if role != FACTOR:  # a multiple of an offset is no offset
         facts.append(("offset", view.offset))
@@ -63,8 +72,8 @@ def _accessor(param: Param, literal: IndexLiteral, view: View) -> str:
         return f"{param.name}({', '.join(str(d).lower() for d in param.shape)})"
     if literal.role == FACTOR and literal.row and literal.base.origin and literal.place in (SUBSCRIPT, POINTER):
         column = _column(literal, view)
-        if literal.place == POINTER:
-            return f"&{param.name}.at({literal.row}, {column})" if column else f"{param.name}.row({literal.row})"
+        if literal.place == POINTER and not column:
+            return f"{param.name}.row({literal.row})"
         return f"{param.name}.at({literal.row}, {column or '0'})"
     return f"{param.name}.at(r, c)"
 
@@ -79,7 +88,9 @@ def _literal_stride(binding: Binding, template: Path, line: int, literal: IndexL
     said: list[str] = []
     hints: list[str] = []
     for param, view in candidates:
-        names = _meanings(view, literal.value, literal.role, literal.place, within_row)
+        if literal.spelled and param.contiguous:
+            continue  # rows declared packed: `r * x.width` is the stride, and follows the layout
+        names = _meanings(view, literal.value, literal.role, literal.place, within_row, bool(literal.spelled))
         if not names:
             continue
         unit = "" if view.column_unit.is_static else f" in columns of `{view.column_unit}` elements"
@@ -93,9 +104,10 @@ def _literal_stride(binding: Binding, template: Path, line: int, literal: IndexL
                          f"index with `{accessor}`")
     if not said:
         return None
+    what = f"`{literal.spelled}` ({literal.value})" if literal.spelled else f"literal {literal.value}"
     return Diagnostic(
         "LG401",
-        f"literal {literal.value} in index arithmetic of kernel `{binding.name}` equals " + "; and ".join(said),
+        f"{what} in index arithmetic of kernel `{binding.name}` equals " + "; and ".join(said),
         Site(str(template), line), hint="; ".join(hints),
     )
 
@@ -181,8 +193,10 @@ def _check_lines(binding: Binding, template: Path, lines: Sequence[tuple[int, st
     out: dict[tuple[int, str], Diagnostic] = {}  # one diagnostic per cause and line
     codes = ["" if _DIRECTIVE.match(code) else code for _, code in lines]
     names = [name for name, _ in binding.views]
-    literals = index_literals(codes, names)
-    constants = constant_indices(codes, names, unify(binding).static)
+    known = line_constants(codes, unify(binding).static, view_members(
+        (p.name, v.width, v.row_stride, v.offset) for p, v in binding.pairs))
+    literals = index_literals(codes, names, known)
+    constants = constant_indices(codes, names, known)
     for (number, code), found, indices in zip(lines, literals, constants):
         for index in indices:
             diag = _column_range(binding, template, number, index)

@@ -3,9 +3,9 @@
 Templates get these frozen records and only place their values: every stride,
 offset, width and index expression below is derived from the schema.
 
-Generated identifiers never meet user names: a kernel's pointer arguments are
-``lg_arg_<param>``, the layout symbols it is passed and its views store are
-``lg_dim_<symbol>``, view structs are ``<Layout>_<field>_view`` (no member of
+Generated identifiers never meet user names: a kernel's pointer arguments (and
+its scalars, passed by value) are ``lg_arg_<param>``, the layout symbols it is
+passed and its views store are ``lg_dim_<symbol>``, view structs are ``<Layout>_<field>_view`` (no member of
 a view ends in ``_view``) in namespace ``lg::views::<spec>``, and layoutgen's
 own C++ is in namespace ``lg``. User names cannot start with ``lg_`` or be
 ``lg`` (:mod:`layoutgen.schema.names`), so ``lg::`` needs no ``::`` in front:
@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 from ..declare.kernels import Binding, Param
 from ..declare.unify import unify
+from .grids import GRID_SKELETONS, SharedModel, grid_model
 from ..schema import View
 from ..schema.dims import Dim, Size, shape_text, strides_text
 from ..schema.names import CPP_ARGUMENT, CPP_DIM
@@ -70,6 +71,7 @@ class ViewModel:
     # Debug build: each accessor index and its extent, checked one by one (a flattened
     # index can land inside the field while one of its parts is out of range).
     index_checks: tuple[tuple[str, str], ...] = ()
+    unit: str = ""  # what one column counts where that is a symbol (`D`); empty for plain fields
 
     @property
     def members(self) -> tuple[str, ...]:
@@ -77,10 +79,25 @@ class ViewModel:
         return tuple(dim(s) for s in self.symbols)
 
     @property
+    def tag(self) -> str:
+        """The struct holding the view's message for arithmetic on one of its rows: ``Window_snap_view_rows``.
+
+        Every view struct's name ends in ``_view``, so no tag can be one of them."""
+        return f"{self.struct}_rows"
+
+    @property
+    def row_arithmetic(self) -> str:
+        """What NVRTC prints for ``x.row(0) + r * x.width``: why it does not compile, with the real stride."""
+        apart = f"{self.row_stride} elements" if not self.unit else f"{self.row_stride} columns of {self.unit} elements"
+        return (f"a row of '{self.name}' is not a pointer: its rows are {apart} apart ({self.width} columns each); "
+                f"index the row with row(r)[c], or the view with at(r, c)")
+
+    @property
     def base(self) -> str:
-        """The ``lg::Field`` the struct derives from, with the kernel's checked vector width as ``VectorBytes``."""
-        return (f"lg::Field<T, {self.width}, {self.row_stride}, {self.offset}, VectorBytes, {self.index_type}"
-                f"{self.policies}>")
+        """The ``lg::Field`` the struct derives from, with the kernel's checked vector width as ``VectorBytes``
+        and whether the parameter is declared packed as ``Pack``."""
+        return (f"lg::Field<{self.tag}, T, {self.width}, {self.row_stride}, {self.offset}, VectorBytes, Pack, "
+                f"{self.index_type}{self.policies}>")
 
 
 def _horner(names: list[str], dims: list[str]) -> str:
@@ -165,6 +182,7 @@ def view_model(view: View, site: str, struct: str | None = None) -> ViewModel:
         column_params=column_params,
         column_expr=column_expr,
         index_checks=tuple(checks),
+        unit="" if layout.column_unit.is_static else str(layout.column_unit),
     )
 
 
@@ -175,9 +193,9 @@ def grid_shape(binding: Binding) -> tuple[int, int]:
     threads per row are this count times the symbol: see :func:`per_row_symbols`.
     """
     grid = binding.kernel.grid
-    view = binding.view(grid.param)
-    if grid.per == "row":
+    if grid.per not in ("element", "vector") or grid.param is None:  # a row a thread, or a cooperative grid
         return 0, 1
+    view = binding.view(grid.param)
     if grid.per == "element":
         return 0, view.width
     vector_bytes = min(v.vector_bytes for _, v in binding.views)
@@ -197,7 +215,7 @@ def param_vector_bytes(binding: Binding, param: Param, view: View) -> int:
 def per_row_symbols(binding: Binding) -> tuple[str, ...]:
     """The symbols the threads per row are multiplied by at launch (``("D",)``), or none."""
     grid = binding.kernel.grid
-    return binding.view(grid.param).column_unit.symbols if grid.per == "element" else ()
+    return binding.view(grid.param).column_unit.symbols if grid.per == "element" and grid.param else ()
 
 
 @dataclass(frozen=True)
@@ -217,9 +235,33 @@ class ParamModel:
         return argument(self.name)
 
     @property
+    def packing(self) -> str:
+        """Whether the view hands out ``raw_pointer()``: only for a parameter declared ``contiguous=True``."""
+        return "lg::Packing::contiguous" if self.contiguous else "lg::Packing::strided"
+
+    @property
     def initializer(self) -> str:
         """What the view is built from: ``{lg_arg_x, {lg_dim_D}}, lg_dim_B, lg_dim_D``."""
         return ", ".join([f"{{{self.argument}{self.view.scale_init}}}", *self.view.members])
+
+
+@dataclass(frozen=True)
+class ScalarModel:
+    """A parameter passed by value: the launch passes ``lg_arg_lr``, the body sees ``const float lr``."""
+
+    name: str
+    c_type: str  # float, unsigned long long, bool
+    described: str  # scalar f32, finite
+
+    @property
+    def argument(self) -> str:
+        """The kernel's by-value argument: ``lg_arg_lr``."""
+        return argument(self.name)
+
+
+def scalar_models(binding: Binding) -> tuple[ScalarModel, ...]:
+    """The binding's scalars, in declaration order."""
+    return tuple(ScalarModel(s.name, s.dtype.c_type, s.described) for s in binding.kernel.scalars)
 
 
 @dataclass(frozen=True)
@@ -235,11 +277,16 @@ class KernelModel:
     aliases: tuple[tuple[str, str], ...]  # kernel symbol -> layout symbol it equals
     block: int
     grid_param: str
-    grid_per: str  # row / element / vector: the name of the thread's index
+    grid_per: str  # row / element / vector (the name of the thread's index), tile / warp / persistent / general
     grid_count: str  # C++ for the number of threads the launch needs
     vector_bytes: int  # bytes each thread moves with Grid.vectors (0 otherwise)
     per_row: int  # threads per row of the grid's parameter
     index_type: str
+    scalars: tuple[ScalarModel, ...] = ()  # the parameters passed by value, after the pointers
+    grid_capacity: int = 1  # rows of a tile (Grid.tiles, Grid.persistent) or of a warp (Grid.warps)
+    prologue: tuple[str, ...] = (GRID_SKELETONS["row"],)  # the skeletons of the prologue (codegen/grids.py)
+    helpers: tuple[str, ...] = ()  # file-scope skeletons the prologue needs
+    shared: tuple[SharedModel, ...] = ()  # the arrays of the dynamic shared memory
 
     @property
     def argument_lines(self) -> tuple[str, ...]:
@@ -274,9 +321,10 @@ def kernel_model(binding: Binding, views: dict[str, ViewModel], template: str, s
             layout_symbols.setdefault(s, None)
     grid = binding.kernel.grid
     vector_bytes, per_row = grid_shape(binding)
-    count = f"{grid.param}.rows()" + ("" if per_row == 1 else f" * {per_row}")
+    count = "" if grid.param is None else f"{grid.param}.rows()" + ("" if per_row == 1 else f" * {per_row}")
     count += "".join(f" * {dim(s)}" for s in per_row_symbols(binding))
-    wide = any(p.view.index_type != "int" for p in params)
+    cooperative = grid_model(binding, dict(unified.values))
+    wide = any(p.view.index_type != "int" for p in params) or cooperative.wide
     return KernelModel(
         name=binding.name,
         kernel=binding.kernel.name,
@@ -285,15 +333,22 @@ def kernel_model(binding: Binding, views: dict[str, ViewModel], template: str, s
         params=tuple(params),
         layout_symbols=tuple(layout_symbols),
         arguments=tuple(
-            [f"{p.c_type}* __restrict__ {p.argument}" for p in params] + [f"long long {dim(s)}" for s in layout_symbols]
+            [f"{p.c_type}* __restrict__ {p.argument}" for p in params]
+            + [f"{s.c_type} {s.argument}" for s in scalar_models(binding)]
+            + [f"long long {dim(s)}" for s in layout_symbols]
         ),
         static=tuple(sorted(unified.static.items())),
         aliases=tuple(sorted(unified.symbolic.items())),
         block=grid.block,
-        grid_param=grid.param,
+        grid_param=grid.param or "",
         grid_per=grid.per,
         grid_count=count,
         vector_bytes=vector_bytes,
         per_row=per_row,
         index_type="long long" if wide else "int",
+        grid_capacity=cooperative.capacity,
+        prologue=cooperative.prologue,
+        helpers=cooperative.helpers,
+        shared=cooperative.shared,
+        scalars=scalar_models(binding),
     )

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..declare.program import Program
+from ..declare.kernels import Scalar
+from ..declare.program import Program, Value
 from ..declare.spec import Spec, launch_kernel
+from ..declare.unify import unify
 from ..schema import Dim
 from ..schema.dims import shape_text, strides_text
 from ..schema.names import PY_PRIVATE
 from ..schema.view import LayoutLike
+from .grids import BlockRuleModel, SharedArrayModel, block_rule, shared_arrays
 from .model import grid_shape, param_vector_bytes, per_row_symbols
 
 
@@ -50,9 +53,53 @@ class PyParam:
     axis_rows: tuple[int, int, int] | None  # (named axis, start, stop) where the view covers a range of it
 
     @property
+    def is_scalar(self) -> bool:
+        return False
+
+    @property
     def verb(self) -> str:
         """What the kernel does to the parameter's field: ``reads``, ``writes``, ``reads and writes``."""
         return {"in": "reads", "out": "writes"}.get(self.access, "reads and writes")
+
+
+#: The runtime's type (in `layoutgen.runtime.typed`) of a launcher's argument of each kind of scalar.
+SCALAR_TYPES = {"float": "FloatScalar", "int": "IntScalar", "uint": "IntScalar", "bool": "BoolScalar"}
+_KIND_TEXT = {"float": "a real number", "int": "an integer", "uint": "an integer", "bool": "a bool"}
+
+
+@dataclass(frozen=True)
+class PyScalar:
+    """A scalar parameter of a launcher, or a value of a program's runner."""
+
+    name: str
+    dtype: str  # f32
+    kind: str  # float / int / uint / bool
+    finite: bool
+    c_type: str  # float
+
+    @property
+    def is_scalar(self) -> bool:
+        return True
+
+    @property
+    def described(self) -> str:
+        """``scalar f32, finite``."""
+        return f"scalar {self.dtype}" + (", finite" if self.finite else "")
+
+    @property
+    def annotation(self) -> str:
+        """The argument's type as the generated module imports it: ``_lg_FloatScalar``."""
+        return PY_PRIVATE + SCALAR_TYPES[self.kind]
+
+    @property
+    def kind_text(self) -> str:
+        """What the argument takes, in the docstring's words."""
+        return _KIND_TEXT[self.kind]
+
+
+def _py_scalar(declared: Scalar | Value, finite: bool) -> PyScalar:
+    dtype = declared.dtype
+    return PyScalar(declared.name, dtype.name, dtype.kind, finite, dtype.c_type)
 
 
 @dataclass(frozen=True)
@@ -66,6 +113,10 @@ class PyKernel:
     per_row_symbols: tuple[str, ...]  # symbols the threads per row are multiplied by at launch
     grid_dims: tuple[str | int, ...] | None  # the grid parameter's leading dims where its view narrows an axis
     block: int
+    scalars: tuple[PyScalar, ...] = ()  # in declaration order, passed to the launcher after the arrays
+    signature: tuple[PyParam | PyScalar, ...] = ()  # every parameter in declaration order: the function's
+    count: BlockRuleModel | None = None  # how a cooperative grid counts its blocks; None: threads per row
+    shared: tuple[SharedArrayModel, ...] = ()  # the arrays of the dynamic shared memory the launcher sizes
 
     @property
     def launcher(self) -> str:
@@ -87,6 +138,7 @@ class PyStep:
     kernel: str
     buffers: tuple[int, ...]
     call: str  # assemble(raw=market, snap=window.snap)
+    scalars: tuple[int | str, ...] = ()  # per scalar of the kernel: a constant's launch value, or a value's name
 
     @property
     def launcher(self) -> str:
@@ -99,6 +151,7 @@ class PyProgram:
     doc: str
     buffers: tuple[PyBuffer, ...]
     steps: tuple[PyStep, ...]
+    values: tuple[PyScalar, ...] = ()  # given each run, after the buffers
 
     @property
     def runner(self) -> str:
@@ -126,6 +179,7 @@ def program_model(spec: Spec, program: Program, kernels: dict[str, PyKernel]) ->
     reads: set[str] = set()
     writes: set[str] = set()
     align: dict[str, int] = {b.name: b.layout.dtype.size for b in program.buffers}
+    finite: dict[str, bool] = {}  # a value is refused as NaN or Inf where any scalar it is given to says so
     steps = []
     for launch in program.launches:
         kernel = kernels[launch_kernel(spec, launch)]
@@ -137,12 +191,17 @@ def program_model(spec: Spec, program: Program, kernels: dict[str, PyKernel]) ->
             if p.access != "out":
                 reads.add(a.buffer.name)
             align[a.buffer.name] = max(align[a.buffer.name], p.align)
-        steps.append(PyStep(kernel.name, tuple(index[a.buffer.name] for a in launch.args), launch.call_text(kernel.name)))
+        for s in launch.scalars:
+            if isinstance(s.given, Value):
+                finite[s.given.name] = finite.get(s.given.name, False) or launch.binding.kernel.scalar(s.param).finite
+        steps.append(PyStep(kernel.name, tuple(index[a.buffer.name] for a in launch.args), launch.call_text(kernel.name),
+                            tuple(s.launch_value for s in launch.scalars)))
     buffers = []
     for b in program.buffers:
         access = "inout" if b.name in reads and b.name in writes else ("out" if b.name in writes else "in")
         buffers.append(PyBuffer(b.name, b.layout.name, _layout_text(b.layout), access, align[b.name], b.role))
-    return PyProgram(program.name, program.doc or f"Program `{program.name}`.", tuple(buffers), tuple(steps))
+    values = tuple(_py_scalar(v, finite[v.name]) for v in program.values)
+    return PyProgram(program.name, program.doc or f"Program `{program.name}`.", tuple(buffers), tuple(steps), values)
 
 
 def module_model(spec: Spec, site_text: dict[int, str]) -> dict[str, object]:
@@ -172,17 +231,26 @@ def module_model(spec: Spec, site_text: dict[int, str]) -> dict[str, object]:
             for s in lay.symbols:
                 symbols.setdefault(s, None)
         grid = b.kernel.grid
-        grid_view = b.view(grid.param)
+        grid_view = b.view(grid.param) if grid.param is not None else None  # Grid.general follows no parameter
+        unified = dict(unify(b).values)
+        scalars = {s.name: _py_scalar(s, s.finite) for s in b.kernel.scalars}
+        declared: dict[str, PyParam | PyScalar] = {**{p.name: p for p in params}, **scalars}
         kernels.append(PyKernel(
             name=b.name, doc=b.kernel.doc or f"Kernel `{b.kernel.name}`.", params=tuple(params),
-            symbols=tuple(symbols), grid_param=[p.name for p, _ in b.pairs].index(grid.param),
+            symbols=tuple(symbols), grid_param=[p.name for p, _ in b.pairs].index(grid.param) if grid.param is not None else 0,
             per_row=per_row, per_row_symbols=per_row_symbols(b), block=grid.block,
-            grid_dims=None if grid_view.axis_rows is None else _runtime_dims(grid_view.leading_dims),
+            grid_dims=None if grid_view is None or grid_view.axis_rows is None else _runtime_dims(grid_view.leading_dims),
+            count=block_rule(b, unified), shared=shared_arrays(b, unified),
+            scalars=tuple(scalars.values()), signature=tuple(declared[p.name] for p in b.kernel.signature),
         ))
     by_name = {k.name: k for k in kernels}
     programs = [program_model(spec, p, by_name) for p in spec.programs]
     exports = sorted([lay.name for lay in layouts] + [k.name for k in kernels]
                      + [n for p in programs for n in (p.name, p.capture)])
+    every_scalar = [s for k in kernels for s in k.scalars] + [v for p in programs for v in p.values]
+    # The runtime's typing names the module uses: the scalars' aliases only where it has scalars.
+    typed = {"Array", "DeviceArray", "LayoutTag", "unwrap"} | {SCALAR_TYPES[s.kind] for s in every_scalar}
     return {"spec": spec.name, "layouts": layouts, "kernels": kernels, "programs": programs, "exports": exports,
-            "header": f"{spec.name}.cuh"}
+            "header": f"{spec.name}.cuh", "scalar_specs": bool(every_scalar), "typed_imports": sorted(typed),
+            "block_rules": any(k.count for k in kernels), "shared_arrays": any(k.shared for k in kernels)}
 

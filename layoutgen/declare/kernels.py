@@ -16,20 +16,19 @@ from pathlib import Path
 from typing import Literal
 
 from ..schema import DType, Layout, View
-from ..schema.diagnostics import Diagnostic, LayoutgenError, Site, caller_site
+from ..schema.diagnostics import Site, caller_site
 from ..schema.dims import Dim, Size, as_shape, shape_text
 from ..schema.dtypes import resolve_dtype
 from ..schema.names import kernel_name_problem, name_problem
+from ..schema.scalars import SCALAR_DTYPES, scalar_type_text
+from .errors import KernelError as KernelError  # re-exported: declarations of kernels raise it
+from .errors import kernel_error as _kernel_error
+from .grids import Grid as Grid  # re-exported beside Kernel
+from .grids import check_grid, check_grid_names
+from .shared import Shared as Shared
+from .shared import check_shared
 
 Access = Literal["in", "out", "inout"]
-
-
-class KernelError(LayoutgenError):
-    """A kernel or binding declaration is malformed (LG207, LG208, LG211; LG114 for a view too wide)."""
-
-
-def _kernel_error(code: str, message: str, site: Site | None, hint: str | None = None) -> KernelError:
-    return KernelError(Diagnostic(code, message, site, hint))
 
 
 def _check_name(name: object, what: str, site: Site | None) -> None:
@@ -108,6 +107,41 @@ def InOut(name: str, shape: Sequence[Dim | int | str], *, contiguous: bool = Fal
     return _param("inout", name, shape, contiguous, vector, dtype)
 
 
+@dataclass(frozen=True)
+class Scalar:
+    """A kernel parameter passed by value: ``Scalar("lr", f32, finite=True)``.
+
+    The body sees it by its name as a ``const`` value of the dtype's C type; the
+    launcher takes a Python or NumPy scalar of its kind, checked for type and
+    range (and, with ``finite=True``, refused as NaN or Inf) before anything runs.
+    """
+
+    name: str
+    dtype: DType
+    finite: bool
+    site: Site | None = field(compare=False, repr=False)
+
+    def __init__(self, name: str, dtype: DType | str, *, finite: bool = False) -> None:
+        site = caller_site()
+        _check_name(name, "a parameter name", site)
+        resolved = resolve_dtype(dtype, f"the dtype of scalar `{name}`", site)  # LG107 for an unknown name
+        if resolved.name not in SCALAR_DTYPES:
+            raise _kernel_error("LG208", f"scalar `{name}` must be one of {', '.join(SCALAR_DTYPES)}, got {resolved}",
+                                site, hint="a 16-bit float travels as f32: convert it in the body")
+        if not isinstance(finite, bool):
+            raise _kernel_error("LG208", f"`finite` of scalar `{name}` must be True or False, got {finite!r}", site)
+        if finite and resolved.kind != "float":
+            raise _kernel_error("LG208", f"`finite` of scalar `{name}` applies to f32 and f64 only, got a {resolved} "
+                                "scalar", site, hint="drop finite=True: an integer or a bool is always finite")
+        for attr, value in (("name", name), ("dtype", resolved), ("finite", finite), ("site", site)):
+            object.__setattr__(self, attr, value)
+
+    @property
+    def described(self) -> str:
+        """``scalar f32, finite``."""
+        return scalar_type_text(self.dtype, self.finite)
+
+
 #: The user names each scope of the generated code holds, beside names the generated code defines
 #: there by design. Everything else it defines starts with `lg_` (C++) or `_lg_` (Python).
 #: The kernel's body: the parameters' views and the symbols, beside the thread's index.
@@ -122,8 +156,8 @@ PARAM_KEYWORDS = ("name", "overwrites", *LAUNCHER_KEYWORDS)
 TEMPLATE_CONTEXT = ("kernel", "params", "self", "none")
 
 
-def _check_clashes(kernel: str, params: Sequence[Param]) -> None:
-    """LG208 when a parameter or symbol would be declared twice in the generated code."""
+def _check_clashes(kernel: str, params: Sequence[Param], scalars: Sequence[Scalar] = ()) -> None:
+    """LG208 when a parameter (an array's or a scalar's) or symbol would be declared twice in the generated code."""
     symbols = {str(d.name): p for p in params for d in p.shape if d.size is None}
     for symbol, p in symbols.items():
         taken = [*THREAD_INDEX, *TEMPLATE_CONTEXT]
@@ -132,15 +166,16 @@ def _check_clashes(kernel: str, params: Sequence[Param]) -> None:
                 "LG208", f"shape symbol `{symbol}` of `{kernel}` is a name the generated code defines beside the "
                 f"kernel's symbols ({', '.join(taken)})", p.site, hint="rename the dim",
             )
-    for p in params:
+    named: list[Param | Scalar] = [*params, *scalars]
+    for entry in named:
         taken = [*THREAD_INDEX, *PARAM_KEYWORDS]
-        if p.name in taken or p.name in symbols:
-            what = "a shape symbol of the kernel" if p.name in symbols else (
+        if entry.name in taken or entry.name in symbols:
+            what = "a shape symbol of the kernel" if entry.name in symbols else (
                 "a name used beside the parameters (" + ", ".join(taken) + "): the thread index, and the "
                 "keywords of bind, Launch and the launcher"
             )
             raise _kernel_error(
-                "LG208", f"parameter `{p.name}` of `{kernel}` clashes with {what}", p.site,
+                "LG208", f"parameter `{entry.name}` of `{kernel}` clashes with {what}", entry.site,
                 hint="rename the parameter; the template sees parameters, symbols and the thread index by name",
             )
 
@@ -170,77 +205,63 @@ def _check_fits(kernel: str, param: str, view: View, site: Site | None) -> None:
         )
 
 
-@dataclass(frozen=True)
-class Grid:
-    """How many threads a launch starts: one per row, element or vector of a parameter.
-
-    ``Grid.rows("x")`` starts one thread per row of ``x`` (the product of its
-    leading dims); ``Grid.elements("y")`` one per element; ``Grid.vectors("y")``
-    one per aligned group of bytes, as wide as every bound view allows (at
-    most 16). ``block`` is the number of threads per block. The template sees
-    the thread's index as ``row``, ``element`` or ``vector``.
-    """
-
-    param: str
-    per: Literal["row", "element", "vector"] = "row"
-    block: int = 128
-
-    @staticmethod
-    def rows(param: str, block: int = 128) -> Grid:
-        return Grid(param, "row", block)
-
-    @staticmethod
-    def elements(param: str, block: int = 256) -> Grid:
-        return Grid(param, "element", block)
-
-    @staticmethod
-    def vectors(param: str, block: int = 256) -> Grid:
-        return Grid(param, "vector", block)
-
-
 @dataclass(frozen=True, eq=False)
 class Kernel:
     """A kernel: its name, its body template (relative to the declaring file) and parameters."""
 
     name: str
     template: str
-    params: tuple[Param, ...]
+    params: tuple[Param, ...]  # the arrays, in declaration order
     grid: Grid
     doc: str
     site: Site | None
     template_root: Path  # the folder the template path is relative to
+    scalars: tuple[Scalar, ...]  # the parameters passed by value, in declaration order
+    signature: tuple[Param | Scalar, ...]  # every parameter, in declaration order: the launcher's arguments
+    shared: tuple[Shared, ...]  # the arrays of its dynamic shared memory, in declaration order
 
-    def __init__(self, name: str, template: str, params: Sequence[Param], *, grid: Grid | None = None,
-                 doc: str = "", template_root: str | os.PathLike[str] | None = None) -> None:
+    def __init__(self, name: str, template: str, params: Sequence[Param | Scalar], *, grid: Grid | None = None,
+                 shared: Sequence[Shared] = (), doc: str = "",
+                 template_root: str | os.PathLike[str] | None = None) -> None:
         site = caller_site()
         check_kernel_name(name, "a kernel name", site)
         if not isinstance(template, str) or not template:
             raise _kernel_error("LG208", f"kernel `{name}` needs a template path, got {template!r}", site)
         if isinstance(params, (str, bytes)) or not isinstance(params, Sequence) or not params:
             raise _kernel_error("LG208", f"kernel `{name}` needs a non-empty list of parameters", site)
-        seen: set[str] = set()
+        seen: set[str] = set()  # the arrays' names
+        scalars: dict[str, Scalar] = {}
         for p in params:
-            if not isinstance(p, Param):
+            if not isinstance(p, (Param, Scalar)):
                 raise _kernel_error(
-                    "LG208", f"the parameters of `{name}` must be In, Out or InOut, got {p!r}", site
+                    "LG208", f"the parameters of `{name}` must be In, Out, InOut or Scalar, got {p!r}", site
                 )
-            if p.name in seen:
+            if p.name in seen or p.name in scalars:
                 raise _kernel_error("LG208", f"kernel `{name}` declares parameter `{p.name}` twice", p.site)
-            seen.add(p.name)
-        grid = grid or Grid.rows(params[0].name)
-        if not isinstance(grid, Grid) or grid.param not in seen:
-            raise _kernel_error(
-                "LG208", f"the grid of `{name}` must follow one of its parameters, got {grid!r}", site,
-                hint=f"for example grid=Grid.rows(\"{params[0].name}\")",
-            )
-        if grid.per not in ("row", "element", "vector"):
-            raise _kernel_error(
-                "LG208", f"the grid of `{name}` must start one thread per \"row\", \"element\" or \"vector\", "
-                f"got {grid.per!r}", site, hint=f"use Grid.rows, Grid.elements or Grid.vectors(\"{grid.param}\")",
-            )
-        if not isinstance(grid.block, int) or not 1 <= grid.block <= 1024:
-            raise _kernel_error("LG208", f"the block size of `{name}` must be 1..1024, got {grid.block!r}", site)
-        _check_clashes(name, params)
+            if isinstance(p, Scalar):
+                scalars[p.name] = p
+            else:
+                seen.add(p.name)
+        arrays = [p for p in params if isinstance(p, Param)]
+        if not arrays:
+            raise _kernel_error("LG208", f"kernel `{name}` needs an In, Out or InOut parameter: its grid follows one",
+                                site, hint="a kernel of scalars alone has nothing to write to")
+        if isinstance(grid, Grid) and grid.param in scalars:
+            raise _kernel_error("LG208", f"the grid of `{name}` must follow an In, Out or InOut parameter, got "
+                                f"scalar `{grid.param}`", site, hint=f"for example grid=Grid.rows(\"{arrays[0].name}\")")
+        grid = grid or Grid.rows(arrays[0].name)
+        symbols: dict[str, Site | None] = {}  # the kernel's symbols, where each is first declared
+        for p in arrays:
+            for d in p.shape:
+                if d.size is None:
+                    symbols.setdefault(str(d.name), p.site)
+        grid = check_grid(name, grid, [p.name for p in arrays], tuple(symbols), site)  # LG208, LG218
+        _check_clashes(name, arrays, tuple(scalars.values()))
+        named = [(p.name, p.site) for p in arrays] + [(s.name, s.site) for s in scalars.values()]
+        check_grid_names(name, grid, named, symbols, THREAD_INDEX)  # `lane` of Grid.warps, ...
+        taken = {**{n: f"the grid's `{n}` ({', '.join(grid.names)})" for n in grid.names},
+                 **{s: f"shape symbol `{s}`" for s in symbols}, **{n: f"parameter `{n}`" for n, _ in named}}
+        arrays_shared = check_shared(name, shared, taken, tuple(symbols), site)  # LG219
         if not isinstance(doc, str):
             raise _kernel_error("LG208", f"the doc of kernel `{name}` must be a string, got {doc!r}", site)
         here = Path(site.path).resolve().parent if site else Path.cwd()
@@ -249,8 +270,10 @@ class Kernel:
                                 f"got {template_root!r}", site)
         # Like the template path itself, a relative root is relative to the file that declares the kernel.
         root = here if template_root is None else here / Path(template_root)
-        for attr, value in (("name", name), ("template", template), ("params", tuple(params)), ("grid", grid),
-                            ("doc", doc), ("site", site), ("template_root", root)):
+        for attr, value in (("name", name), ("template", template), ("params", tuple(arrays)), ("grid", grid),
+                            ("doc", doc), ("site", site), ("template_root", root),
+                            ("scalars", tuple(scalars.values())), ("signature", tuple(params)),
+                            ("shared", arrays_shared)):
             object.__setattr__(self, attr, value)
 
     def __repr__(self) -> str:  # short: messages show it ("got <Kernel vsn>")
@@ -263,6 +286,13 @@ class Kernel:
     def param(self, name: str) -> Param:
         return next(p for p in self.params if p.name == name)
 
+    def scalar(self, name: str) -> Scalar:
+        return next(s for s in self.scalars if s.name == name)
+
+    @property
+    def scalar_names(self) -> frozenset[str]:
+        return frozenset(s.name for s in self.scalars)
+
     def bind(self, /, name: str | None = None, **views: View | Layout) -> Binding:
         """Tie every parameter to a view (or a whole layout); checked by ``layoutgen check``.
 
@@ -274,6 +304,11 @@ class Kernel:
         check_kernel_name(generated, "a binding name", site)
         known = {p.name for p in self.params}
         for key, value in views.items():
+            if key in self.scalar_names:
+                raise _kernel_error(
+                    "LG207", f"`{self.name}.{key}` is a scalar: it takes a value at each launch, not a view", site,
+                    hint=f"leave `{key}` out of bind; give it to the launcher (or to `Launch`, in a program)",
+                )
             if key not in known:
                 raise _kernel_error(
                     "LG207", f"`{self.name}` has no parameter `{key}` (its parameters: "

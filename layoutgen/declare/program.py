@@ -23,11 +23,17 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from dataclasses import fields as dataclass_fields
+from typing import TYPE_CHECKING, Any
 
-from ..schema import Layout, View
+from ..schema import DType, Layout, View
 from ..schema.diagnostics import Diagnostic, LayoutgenError, Site, caller_site
+from ..schema.dtypes import resolve_dtype
 from ..schema.names import name_problem
-from .kernels import LAUNCHER_KEYWORDS, Binding, Kernel
+from ..schema.scalars import SCALAR_DTYPES, ScalarValueError, pack_scalar
+from .kernels import LAUNCHER_KEYWORDS, Binding, Kernel, Scalar
+
+if TYPE_CHECKING:  # NumPy's scalar types, for annotations only: declaring imports no NumPy
+    import numpy as np
 
 
 class ProgramError(LayoutgenError):
@@ -149,6 +155,82 @@ def _field_name(buffer: Buffer, view: View) -> str:
     return f"{buffer.name}.{view.path}" if view.path else buffer.name
 
 
+@dataclass(frozen=True, eq=False)
+class Value:
+    """A scalar the caller gives each run of a program: ``lr = Value("lr", f32)``.
+
+    ``Launch(sgd_update, ..., lr=lr)`` hands it to a scalar parameter of the
+    same dtype; the generated runner takes it by keyword next to the buffers
+    (``vsn_step(..., lr=0.05)``), checks it as the launcher checks a scalar,
+    and a captured graph keeps the value it was captured with.
+    """
+
+    name: str
+    dtype: DType
+    site: Site | None
+
+    def __init__(self, name: str, dtype: DType | str) -> None:
+        site = caller_site()
+        problem = name_problem(name)
+        if problem:
+            raise _program_error(f"a value name {problem[1]}", site)
+        if name in BUFFER_RESERVED:
+            raise _program_error(f"a value may not be named `{name}`: the generated runner uses that name", site,
+                                 hint="rename the value")
+        resolved = resolve_dtype(dtype, f"the dtype of value `{name}`", site)  # LG107 for an unknown name
+        if resolved.name not in SCALAR_DTYPES:
+            raise _program_error(f"value `{name}` must be one of {', '.join(SCALAR_DTYPES)}, got {resolved}", site)
+        for attr, given in (("name", name), ("dtype", resolved), ("site", site)):
+            object.__setattr__(self, attr, given)
+
+    def __repr__(self) -> str:
+        return f"<Value {self.name}: {self.dtype}>"
+
+
+#: What a launch may give a scalar parameter: a program's value, or a constant.
+ScalarGiven = Value | bool | int | float
+
+
+@dataclass(frozen=True)
+class LaunchScalar:
+    """One scalar parameter of a launch: the program value it gets, or its constant and the constant's slot."""
+
+    param: str
+    given: ScalarGiven  # a Value, or the constant as a plain Python bool, int or float
+    slot: int | None  # the constant's 8-byte launch value; None for a Value
+
+    @property
+    def text(self) -> str:
+        """What the launch gives it, as the program listing shows it: ``lr`` (a value) or ``0.05``."""
+        return self.given.name if isinstance(self.given, Value) else repr(self.given)
+
+    @property
+    def launch_value(self) -> int | str:
+        """What the generated runner is told: the constant's 8-byte launch value, or the value's name."""
+        return self.given.name if isinstance(self.given, Value) else (self.slot or 0)
+
+
+def _launch_scalar(kernel: str, scalar: Scalar, given: object, site: Site | None) -> LaunchScalar:
+    """LG305 unless ``given`` is a Value of the scalar's dtype or a constant the scalar can take."""
+    who = f"`{kernel}.{scalar.name}` ({scalar.described})"
+    if isinstance(given, Value):
+        if given.dtype != scalar.dtype:
+            raise _program_error(f"{who} must be given a {scalar.dtype} value, got value `{given.name}` of "
+                                 f"{given.dtype} (declared at {given.site})", site,
+                                 hint=f"declare Value(\"{given.name}\", {scalar.dtype})")
+        return LaunchScalar(scalar.name, given, None)
+    if isinstance(given, (Buffer, BufferView)):
+        raise _program_error(f"{who} must be given a constant or a Value, got {given!r}", site,
+                             hint="a scalar is passed by value: declare Value(\"name\", dtype) for one given each run")
+    try:
+        slot = pack_scalar(scalar.dtype, scalar.finite, given)
+    except ScalarValueError as exc:
+        raise _program_error(f"{who} {exc.problem}", site, hint=exc.hint) from None
+    # A NumPy scalar is kept as its Python value: what the program listing shows.
+    plain: ScalarGiven = given if isinstance(given, (bool, int, float)) else getattr(given, "item")()
+    return LaunchScalar(scalar.name, plain, slot)
+
+
 @dataclass(frozen=True)
 class LaunchArg:
     """One parameter of a launch: the buffer it gets and the columns of it the kernel touches."""
@@ -176,19 +258,31 @@ class Launch:
     args: tuple[LaunchArg, ...]  # in parameter order
     overwrites: frozenset[str]
     site: Site | None
+    scalars: tuple[LaunchScalar, ...]  # in the order of the kernel's scalars
 
     def __init__(self, kernel: Kernel | Binding, /, *, name: str | None = None, overwrites: Collection[str] = (),
-                 **args: Buffer | BufferView) -> None:
+                 **args: Buffer | BufferView | ScalarGiven | np.number[Any] | np.bool_) -> None:
         site = caller_site()
         if not isinstance(kernel, (Kernel, Binding)):
             raise _program_error(f"a launch needs a kernel or a binding, got {kernel!r}", site)
         declared = kernel if isinstance(kernel, Kernel) else kernel.kernel
+        missing_scalars = [s.name for s in declared.scalars if s.name not in args]
+        if missing_scalars:
+            raise _program_error(
+                f"a launch of `{declared.name}` must give its scalar " + ", ".join(f"`{m}`" for m in missing_scalars)
+                + " a value", site, hint="give each a constant (`lr=0.01`) or a program's Value (`lr=Value(\"lr\", "
+                "f32)`), which the runner then takes each run")
+        scalars = tuple(_launch_scalar(declared.name, s, args[s.name], site) for s in declared.scalars)
+        arrays: dict[str, Buffer | BufferView] = {}
         for key, value in args.items():
+            if key in declared.scalar_names:
+                continue
             if not isinstance(value, (Buffer, BufferView)):
                 raise _program_error(
                     f"`{declared.name}.{key}` must be given a buffer or a field of one (`window.snap`), "
                     f"got {value!r}", site, hint="declare it with Buffer(\"name\", Layout)",
                 )
+            arrays[key] = value
         if isinstance(overwrites, str) or not all(isinstance(o, str) for o in overwrites):
             raise _program_error(f"`overwrites` of a launch of `{declared.name}` must be a list of parameter "
                                  f"names, got {overwrites!r}", site)
@@ -201,15 +295,15 @@ class Launch:
                     hint="list Out parameters: " + (", ".join(replacing) or "it has none"),
                 )
         if isinstance(kernel, Kernel):
-            views = {k: (v.view if isinstance(v, BufferView) else v.layout.view) for k, v in args.items()}
+            views = {k: (v.view if isinstance(v, BufferView) else v.layout.view) for k, v in arrays.items()}
             binding = kernel.bind(name, **views)  # LG207 for a missing or unknown parameter
         else:
             if name is not None:
                 raise _program_error(f"`name=` names a new binding; `{kernel.name}` is already bound", site)
             binding = kernel
             known = [p.name for p in binding.kernel.params]
-            unknown = [k for k in args if k not in known]
-            missing = [p for p in known if p not in args]
+            unknown = [k for k in arrays if k not in known]
+            missing = [p for p in known if p not in arrays]
             if unknown or missing:
                 raise _program_error(
                     f"a launch of `{binding.name}` must give every parameter a buffer"
@@ -219,13 +313,13 @@ class Launch:
                 )
         resolved = []
         for p in binding.kernel.params:
-            value = args[p.name]
+            value = arrays[p.name]
             if isinstance(value, BufferView):
                 resolved.append(LaunchArg(p.name, value.buffer, value.view))
             else:  # a whole buffer handed to a binding: the binding's columns of it
                 resolved.append(LaunchArg(p.name, value, binding.view(p.name)))
         for attr, val in (("binding", binding), ("args", tuple(resolved)), ("overwrites", frozenset(overwrites)),
-                          ("site", site)):
+                          ("site", site), ("scalars", scalars)):
             object.__setattr__(self, attr, val)
 
     def __repr__(self) -> str:
@@ -236,7 +330,8 @@ class Launch:
 
     def call_text(self, kernel: str) -> str:
         """The launch as it reads in a program listing: ``kernel(x=window.snap, y=y)``."""
-        return f"{kernel}({', '.join(f'{a.param}={a.name}' for a in self.args)})"
+        given = {a.param: a.name for a in self.args} | {s.param: s.text for s in self.scalars}
+        return f"{kernel}({', '.join(f'{p.name}={given[p.name]}' for p in self.binding.kernel.signature)})"
 
 
 @dataclass(frozen=True, eq=False)
@@ -248,6 +343,7 @@ class Program:
     buffers: tuple[Buffer, ...]  # in order of first use
     doc: str
     site: Site | None
+    values: tuple[Value, ...]  # the values the caller gives each run, in order of first use
 
     def __init__(self, name: str, launches: Sequence[Launch], *, doc: str = "") -> None:
         site = caller_site()
@@ -269,9 +365,29 @@ class Program:
                         f"program `{name}` has two buffers named `{a.buffer.name}` (the other declared at "
                         f"{first.site})", a.buffer.site, hint="declare each buffer once and reuse it",
                     )
+        values = _values(name, launches, buffers)
         for attr, value in (("name", name), ("launches", tuple(launches)), ("buffers", tuple(buffers.values())),
-                            ("doc", doc), ("site", site)):
+                            ("doc", doc), ("site", site), ("values", values)):
             object.__setattr__(self, attr, value)
 
     def __repr__(self) -> str:
         return f"<Program {self.name}>"
+
+
+def _values(program: str, launches: Sequence[Launch], buffers: dict[str, Buffer]) -> tuple[Value, ...]:
+    """The program's values in order of first use; LG305 for two of one name, or one named like a buffer
+    (the generated runner takes both by keyword)."""
+    values: dict[str, Value] = {}
+    for launch in launches:
+        for s in launch.scalars:
+            if not isinstance(s.given, Value):
+                continue
+            first = values.setdefault(s.given.name, s.given)
+            if first is not s.given:
+                raise _program_error(f"program `{program}` has two values named `{first.name}` (the other declared "
+                                     f"at {first.site})", s.given.site, hint="declare each value once and reuse it")
+            if first.name in buffers:
+                raise _program_error(f"program `{program}` has a value and a buffer named `{first.name}` (the buffer "
+                                     f"declared at {buffers[first.name].site}): its runner takes both by name",
+                                     first.site, hint="rename one of them")
+    return tuple(values.values())

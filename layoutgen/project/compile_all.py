@@ -18,13 +18,15 @@ from dataclasses import replace
 from pathlib import Path
 
 from ..runtime.cache import CacheError, CubinCache
-from ..runtime.nvrtc import CompileError, CompileRequest, LogError, check_arch, parse_log
+from ..runtime.nvrtc import CompileError, CompileRequest, HeaderFolderError, LogError, check_arch, parse_log
 from ..schema.diagnostics import Diagnostic, Site
 from .config import Config
 from .process import SpecResult
 
 # The comment the views header carries above each view struct (layoutgen/templates/views.cuh.j2).
 _DECLARED = re.compile(r"^// Declared at (?P<path>.+):(?P<line>\d+)\.")
+# What NVRTC says of an `#include` it cannot find: `cannot open source file "helpers.cuh"`.
+_MISSING_HEADER = "cannot open source file"
 
 
 def compile_results(
@@ -55,16 +57,23 @@ def compile_results(
     for n, (path, text, headers, names) in enumerate(jobs, start=1):
         if show:
             print(f"\rcompiling {n}/{len(jobs)} {path}\x1b[K", end="", file=sys.stderr, flush=True)
-        request = CompileRequest(source=text, name=path, headers=headers, arch=config.arch, report=report)
+        request = CompileRequest(source=text, name=path, headers=headers, arch=config.arch, report=report,
+                                 include_dirs=tuple(str(folder) for folder in config.include_paths))
         try:
             compiled = cache.get_or_compile(request)
         except CompileError as exc:
-            errors = parse_log(exc.log)
+            errors = [_header_hint(e, config) for e in parse_log(exc.log)]
             found = ([placed(e, names, dict(headers), path, config.root) for e in errors] if errors else
                      [_at_root(d, config.root) for d in exc.diagnostics])
-            diags.extend(d for d in found if d not in diags)  # a header's error comes with every kernel
+            # One cause, one diagnostic: a header's error comes with every kernel, and one line can reach
+            # the same error twice (`x.row(0) + r * n + c` is two additions on a row).
+            seen = {_cause(d) for d in diags}
+            for d in found:
+                if _cause(d) not in seen:
+                    seen.add(_cause(d))
+                    diags.append(d)
             continue
-        except CacheError as exc:  # LG512/LG513: the same for every kernel when it is the cache's folder
+        except (CacheError, HeaderFolderError) as exc:  # LG512/LG513/LG514: the same for every kernel
             if exc.diagnostic not in diags:
                 diags.append(exc.diagnostic)
             continue
@@ -78,6 +87,18 @@ def compile_results(
     if show:
         print("\r\x1b[K", end="", file=sys.stderr, flush=True)
     return diags
+
+
+def _header_hint(error: LogError, config: Config) -> LogError:
+    """``error`` with a hint that names the project's header folders, where it is a header NVRTC did not find."""
+    if _MISSING_HEADER not in error.message:
+        return error
+    folders = ", ".join(f"`{folder}/`" for folder in config.include)
+    searched = (f"project headers are searched in {folders} (`include` in [tool.layoutgen])" if folders else
+                'project headers are searched in the folders of `include` in [tool.layoutgen], which names none: '
+                'add the folder of yours (`include = ["cuda/include"]`)')
+    return replace(error, hint=f"{searched}; CUDA headers in the nvidia-cuda-runtime wheel and the CUDA toolkit, "
+                   "or `LAYOUTGEN_CUDA_INCLUDE`")
 
 
 def placed(error: LogError, names: Mapping[str, str], headers: Mapping[str, str], kernel: str,
@@ -117,6 +138,11 @@ def declared_at(header: str, line: int) -> Site | None:
         if text.startswith("}"):
             return None
     return None
+
+
+def _cause(diag: Diagnostic) -> tuple[str, Site | None, str]:
+    """What makes two compile errors one: the code, the place and the message's first line."""
+    return diag.code, diag.site, diag.message.split("\n", 1)[0]
 
 
 def _at_root(diag: Diagnostic, root: Path) -> Diagnostic:

@@ -38,6 +38,10 @@ KEYS: dict[str, str] = {
               "the lint's LG401/LG403 can be ignored (default: none)",
     "warnings_as_errors": "count every warning as an error: in the exit status, the summary, and what stops "
                           "`generate` (default: false)",
+    "include": 'folders of project CUDA headers that kernels `#include`, relative to the project root, like '
+               '["cuda/include"]; NVRTC searches them before the CUDA headers (default: none)',
+    "templates": "folders that `{% include %}`, `{% import %}` and `{% from %}` in kernel templates search after "
+                 "the template's own folder, relative to the project root (default: none)",
 }
 
 _ARCH_RE = re.compile(r"sm_\d+a?")
@@ -95,6 +99,42 @@ def _check_out(value: object) -> str:
     if pure.is_absolute() or PureWindowsPath(text).is_absolute() or ".." in pure.parts or str(pure) == ".":
         raise _Invalid(expected)
     return str(pure)
+
+
+def _check_folders(value: object, example: str, *, inside: bool) -> tuple[str, ...]:
+    """Folders under (or, unless ``inside``, beside) the project, each as a normalised relative '/'-path.
+
+    Generated code names them relative to the project or to its own folder (:meth:`Config.include_from`),
+    so a folder must be relative to the root: an absolute one would be a path of this machine in it.
+    """
+    expected = f"a list of folders relative to the project root, like [{_shown(example)}]"
+    if not isinstance(value, (list, tuple)):
+        raise _Invalid(expected)
+    out = []
+    for item in value:
+        try:
+            text = _path_text(item)
+        except _Invalid:
+            raise _Invalid(expected) from None
+        if "\\" in text or any(ord(c) < 0x20 or ord(c) == 0x7F for c in text):
+            raise _Invalid(f'{expected}, with "/" between their parts and no control characters', _shown(text))
+        if PurePosixPath(text).is_absolute() or PureWindowsPath(text).is_absolute() or text.startswith("~"):
+            raise _Invalid(expected, f"{_shown(text)}, which is not relative: generated modules would name a "
+                           "path of this machine")
+        folder = posixpath.normpath(text)
+        if inside and (folder == ".." or folder.startswith("../")):
+            raise _Invalid(expected, f"{_shown(text)}, which is outside the project: `#line` directives to its "
+                           "templates would name a path of this machine")
+        out.append(folder)
+    return tuple(out)
+
+
+def _check_include(value: object) -> tuple[str, ...]:
+    return _check_folders(value, "cuda/include", inside=False)  # headers may lie beside it: no path is written
+
+
+def _check_templates(value: object) -> tuple[str, ...]:
+    return _check_folders(value, "cuda/templates", inside=True)
 
 
 def _check_arch(value: object) -> str:
@@ -157,6 +197,8 @@ _CHECKS: dict[str, Callable[[object], object]] = {
     "select": _check_select,
     "ignore": _check_ignore,
     "warnings_as_errors": _check_debug,
+    "include": _check_include,
+    "templates": _check_templates,
 }
 
 
@@ -196,6 +238,8 @@ class Config:
     select: tuple[str, ...] = ()
     ignore: tuple[str, ...] = ()
     warnings_as_errors: bool = False
+    include: tuple[str, ...] = ()
+    templates: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         for key in KEYS:
@@ -232,6 +276,25 @@ class Config:
         if self.cache_dir.startswith("~") or Path(self.cache_dir).is_absolute():
             return self.cache_dir
         return posixpath.relpath(posixpath.normpath(self.cache_dir), posixpath.normpath(folder))
+
+
+    @property
+    def include_paths(self) -> tuple[Path, ...]:
+        """The project's header folders (``include``) as paths under the root, in search order."""
+        return tuple(self.root / folder for folder in self.include)
+
+    @property
+    def template_paths(self) -> tuple[Path, ...]:
+        """The project's template folders (``templates``) as paths under the root, in search order."""
+        return tuple(self.root / folder for folder in self.templates)
+
+    def include_from(self, folder: str) -> tuple[str, ...]:
+        """``include`` as generated code in ``folder`` (relative to the root) names it: ("../../cuda/include",).
+
+        Relative to ``folder``, so a generated module finds the headers wherever the project lies, and
+        names no path of the machine that generated it.
+        """
+        return tuple(posixpath.relpath(d, posixpath.normpath(folder)) for d in self.include)
 
 
 def find_root(start: Path) -> Path | None:

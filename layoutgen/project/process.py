@@ -19,6 +19,7 @@ from ..declare.spec import Spec
 from ..schema.diagnostics import Diagnostic, Severity, Site
 from .config import Config
 from .files import Plan, hand_edited, plan_output
+from .folders import missing_folders, shadowed_headers
 from .specload import load_spec
 
 
@@ -46,7 +47,8 @@ def process_spec(config: Config, spec_file: Path) -> SpecResult:
     if loaded.spec is None:
         return SpecResult(rel, None, {}, tuple(reported(loaded.diagnostics)), None)
     spec = loaded.spec
-    diags = [*loaded.diagnostics, *check_spec(spec)]  # what loading warned of (LG306), then the checks
+    # What loading warned of (LG306), then the checks, then the names of the project's headers (LG516).
+    diags = [*loaded.diagnostics, *check_spec(spec, config.arch), *shadowed_headers(config, spec)]
     # The lint reads each template's text, then the body as rendered; a `// layoutgen: ignore` comment
     # suppresses what either finds on its line, and one that suppresses nothing is LG404.
     # (Until both readings ran, a comment's use is not known: LG404 waits for the rendered one.)
@@ -56,8 +58,10 @@ def process_spec(config: Config, spec_file: Path) -> SpecResult:
     diags = reported([*diags, *kept])
     if _failed(diags):
         return SpecResult(rel, spec, {}, tuple(diags), None)
+    module_dir = f"{config.out}/{spec.name}"
     rendered = render_spec(spec, root, rel, debug=config.debug, out=config.out,
-                           cache_dir=config.cache_dir_from(f"{config.out}/{spec.name}"))
+                           cache_dir=config.cache_dir_from(module_dir), templates=config.template_paths,
+                           include=config.include_from(module_dir))
     diags.extend(reported(rendered.diagnostics))
     if rendered.diagnostics:
         return SpecResult(rel, spec, {}, tuple(diags), None)
@@ -82,9 +86,20 @@ def _failed(diags: Sequence[Diagnostic]) -> bool:
 
 
 def process_specs(config: Config, spec_files: Sequence[Path]) -> list[SpecResult]:
-    """:func:`process_spec` for each spec module (each file once), then the checks across them (LG507)."""
+    """:func:`process_spec` for each spec module (each file once), then the checks across them (LG507), and
+    the project's folders (LG514)."""
     unique = list(dict.fromkeys(Path(p).resolve() for p in spec_files))
-    return _one_spec_per_folder(config, [process_spec(config, path) for path in unique])
+    return _with_folders(config, _one_spec_per_folder(config, [process_spec(config, path) for path in unique]))
+
+
+def _with_folders(config: Config, results: list[SpecResult]) -> list[SpecResult]:
+    """``results`` with each LG514 once (on the first), and none with files to write or compile: every spec's
+    kernels would include from the folders, and its launchers look for them."""
+    missing = missing_folders(config)
+    if not missing or not results:
+        return results
+    first, *others = [replace(r, files={}, plan=None) for r in results]
+    return [replace(first, diagnostics=(*missing, *first.diagnostics)), *others]
 
 
 def _one_spec_per_folder(config: Config, results: list[SpecResult]) -> list[SpecResult]:

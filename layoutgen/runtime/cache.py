@@ -147,10 +147,13 @@ class CubinCache:
         """The cached result for ``req``, or compile, store and return it.
 
         ``origin`` on the result says which. Only one process compiles a
-        given key at a time; the others wait and then read its entry.
+        given key at a time; the others wait and then read its entry. A
+        cubin whose project headers changed during the compile is returned
+        but not stored.
         Raises :class:`~layoutgen.runtime.nvrtc.CompileError` (errors are not
-        cached), :class:`~layoutgen.runtime.nvrtc.NvrtcUnavailableError` and
-        ``OSError``.
+        cached), :class:`~layoutgen.runtime.nvrtc.NvrtcUnavailableError`,
+        :class:`~layoutgen.runtime.nvrtc.HeaderFolderError` (LG514, from the
+        key) and ``OSError``.
         """
         key = req.key()
         _, result = self._read(key)
@@ -162,7 +165,10 @@ class CubinCache:
                     self.compiles += 1
                     # The entry always keeps the resources, whether or not this request reports them.
                     compiled = compile_cubin(dataclasses.replace(req, report=True))
-                    self._store_locked(key, req, compiled)
+                    # A project header edited while NVRTC read the folders: the cubin may be of the new text
+                    # or of a mix, so it is not the old key's; it is used, never stored.
+                    if not req.include_dirs or req.key() == key:
+                        self._store_locked(key, req, compiled)
                     return _as_asked(req, compiled)
         self.hits += 1
         return _as_asked(req, result)

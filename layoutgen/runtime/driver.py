@@ -29,9 +29,15 @@ LAUNCH_ENV = "LAYOUTGEN_LAUNCH"
 
 
 class Launch(Protocol):
-    """Launches one kernel: ``blocks`` blocks of ``block`` threads, 8-byte ``values``, on ``stream``."""
+    """Launches one kernel: ``blocks`` blocks of ``block`` threads, 8-byte ``values``, on ``stream``, with
+    ``shared`` bytes of dynamic shared memory (:mod:`.occupancy` sizes it, and raises the kernel's limit)."""
 
-    def __call__(self, blocks: int, block: int, values: list[int], stream: Any) -> None: ...
+    @property
+    def handle(self) -> int:
+        """The kernel's CUfunction: what occupancy and attribute calls take."""
+        ...
+
+    def __call__(self, blocks: int, block: int, values: list[int], stream: Any, shared: int = 0) -> None: ...
 
 
 _GET_DEVICE: Any = None
@@ -201,6 +207,7 @@ class PackedLaunch:
         from cuda.bindings import driver
 
         self._name = name
+        self.handle = function
         self._launch = driver.cuLaunchKernel
         self._success = driver.CUresult.CUDA_SUCCESS
         self._function = driver.CUfunction(function)
@@ -213,7 +220,7 @@ class PackedLaunch:
         # The buffer is shared: filling it and launching must not interleave between threads.
         self._lock = threading.Lock()
 
-    def __call__(self, blocks: int, block: int, values: list[int], stream: Any) -> None:
+    def __call__(self, blocks: int, block: int, values: list[int], stream: Any, shared: int = 0) -> None:
         handle = stream_handle(stream, self._name)
         cu_stream = self._streams.get(handle)
         if cu_stream is None:
@@ -222,7 +229,7 @@ class PackedLaunch:
             cu_stream = self._streams[handle] = self._stream_type(handle)
         with self._lock:
             self._values[:] = values  # type: ignore[assignment]
-            (err,) = self._launch(self._function, blocks, 1, 1, block, 1, 1, 0, cu_stream, self._address, 0)
+            (err,) = self._launch(self._function, blocks, 1, 1, block, 1, 1, shared, cu_stream, self._address, 0)
         if err != self._success:
             raise _refused(self._name, repr(err))
 
@@ -249,10 +256,14 @@ class CupyLaunch:
         self._u64 = np.uint64
         self._driver_error = cupy.cuda.driver.CUDADriverError
 
-    def __call__(self, blocks: int, block: int, values: list[int], stream: Any) -> None:
+    @property
+    def handle(self) -> int:
+        return int(self._function.kernel.ptr)  # a RawKernel's (or a LoadedKernel's) CUfunction
+
+    def __call__(self, blocks: int, block: int, values: list[int], stream: Any, shared: int = 0) -> None:
         stream = cupy_stream(stream, self._name)
         try:
-            self._function((blocks,), (block,), tuple(map(self._u64, values)), stream=stream)
+            self._function((blocks,), (block,), tuple(map(self._u64, values)), shared_mem=shared, stream=stream)
         except self._driver_error as exc:
             raise _refused(self._name, str(exc)) from exc
 

@@ -10,6 +10,12 @@ stream, and only then looks for the device and launches (:mod:`.driver`) on
 the current CuPy stream or the one passed. Nothing is compiled until the
 first launch; the cubin comes from the on-disk cache. The debug build's
 checks around a launch are in :mod:`.debug`.
+
+A kernel's scalars are given after its arrays; each value is checked first
+(:func:`.validate.check_scalar`: its kind, its C type's range, NaN and Inf
+where declared finite) and passed, after the pointers and before the
+symbols, as an 8-byte value whose first bytes are the value as its C type:
+the driver copies the parameter's own size from there.
 """
 
 from __future__ import annotations
@@ -19,7 +25,7 @@ import operator
 import sys
 import threading
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -28,13 +34,15 @@ from .cache import CubinCache
 from .debug import check_fault, clear_fault, scan_outputs
 from .driver import Launch, check_stream, current_device, device_arch, find_device, make_launch, no_device_error
 from .errors import LaunchError, launch_error
-from .plan import KernelSpec, LayoutSpec, ParamSpec
-from .validate import TorchWrites, check_param, kernel_extents, overlap_error, who
+from .nvrtc import CompileRequest
+from .occupancy import size_launch
+from .plan import BlockRule, KernelSpec, LayoutSpec, ParamSpec, ScalarSpec, SharedArray
+from .validate import TorchWrites, check_param, check_scalar, kernel_extents, overlap_error, who
 
 # Generated modules import the plan types from here.
 __all__ = [
-    "MAX_GRID_BLOCKS", "KernelLauncher", "KernelSpec", "LaunchError", "LayoutSpec", "ParamSpec", "current_device",
-    "device_arch", "find_device",
+    "MAX_GRID_BLOCKS", "BlockRule", "KernelLauncher", "KernelSpec", "LaunchError", "LayoutSpec", "ParamSpec",
+    "ScalarSpec", "SharedArray", "current_device", "device_arch", "find_device",
 ]
 
 #: Blocks a one-dimensional CUDA grid may have (gridDim.x, every device since compute capability 3.0).
@@ -50,6 +58,7 @@ class KernelLauncher:
     folder: Path  # the generated module's folder
     header: str  # the views header's file name
     cache_dir: str | None = None  # the cubin cache, relative to ``folder`` (``~`` expanded); None: the default
+    include_dirs: tuple[str, ...] = ()  # the project's header folders (`include`), relative to ``folder``
     _functions: dict[tuple[int, str], Any] = field(default_factory=dict, repr=False)
     _modules: dict[tuple[int, str], Any] = field(default_factory=dict, repr=False)  # for the debug build's fault
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
@@ -110,15 +119,16 @@ class KernelLauncher:
         return rows * self.spec.per_row
 
     def blocks(self, bound: dict[str, int]) -> int:
-        """Blocks the launch needs; LG617 when that is more than a CUDA grid has (nothing is launched)."""
-        threads = self.grid(bound)
-        block = self.spec.block
-        blocks = (threads + block - 1) // block
+        """Blocks the launch needs (a persistent grid's: one per tile, at most); LG617 when that is more than a
+        CUDA grid has (nothing is launched)."""
+        threads, block, rule = self.grid(bound), self.spec.block, self.spec.count  # a rule's "threads" are rows
+        blocks = (threads + block - 1) // block if rule is None else rule.blocks(threads, bound)
         if blocks > MAX_GRID_BLOCKS:
             sizes = ", ".join(f"`{s}` = {bound[s]}" for s in sorted(bound))
+            need = f"{threads} threads ({sizes}): {blocks} blocks of {block}" if rule is None else (
+                f"{blocks} blocks of {block} threads ({sizes})")
             raise launch_error(
-                "LG617", f"`{self.spec.name}` needs {threads} threads ({sizes}): {blocks} blocks of {block}, but a "
-                f"CUDA grid has at most {MAX_GRID_BLOCKS} blocks",
+                "LG617", f"`{self.spec.name}` needs {need}, but a CUDA grid has at most {MAX_GRID_BLOCKS} blocks",
                 hint="launch it on smaller arrays, several times (where rows are independent, slices `a[i:j]` of "
                 "the leading axis are packed arrays of the same layout)")
         return blocks
@@ -159,11 +169,21 @@ class KernelLauncher:
             with self._lock:
                 fn = self._functions.get(key)
                 if fn is None:
-                    module = self._modules[key] = _load(self.folder, self.header, self.spec, arch, self.cache())
+                    module = self._modules[key] = _load(self.compile_request(arch), self.cache())
                     kernel = module.get_function(self.spec.name)
-                    fn = self._functions[key] = make_launch(kernel, len(self.spec.params) + len(self.spec.symbols),
-                                                                     self.spec.name)
+                    n_values = len(self.spec.params) + len(self.spec.scalars) + len(self.spec.symbols)
+                    fn = self._functions[key] = make_launch(kernel, n_values, self.spec.name)
         return fn
+
+    def compile_request(self, arch: str) -> CompileRequest:
+        """What NVRTC compiles for ``arch``: the kernel's file, its views header (both read now) and the
+        project's header folders, found relative to this module's folder (LG514 from the key where one is not
+        there)."""
+        folder = self.folder
+        source = (folder / self.spec.source).read_text(encoding="utf-8")
+        headers = ((self.header, (folder / self.header).read_text(encoding="utf-8")),)
+        return CompileRequest(source=source, name=f"{folder.name}/{self.spec.source}", headers=headers, arch=arch,
+                              include_dirs=tuple(str(folder / d) for d in self.include_dirs))
 
     def cache(self) -> CubinCache:
         """The cubin cache: ``cache_dir`` under ``folder`` where set, else ``CubinCache.default()``."""
@@ -179,11 +199,28 @@ class KernelLauncher:
             raise no_device_error(f"`{self.spec.name}`")
         if _CUPY_NDARRAY is None:  # a CuPy array exists only once CuPy is imported; until then none is read inline
             _CUPY_NDARRAY = getattr(sys.modules.get("cupy"), "ndarray", None)
-        return _Plan(device, checked, self.function(device, device_arch(device))), pointers
+        launch, blocks = size_launch(self.spec, self.function(device, device_arch(device)), device,
+                                     checked.blocks, checked.bound)  # shared memory, resident blocks: LG624, LG625
+        return _Plan(device, replace(checked, blocks=blocks) if blocks != checked.blocks else checked, launch), pointers
 
-    def __call__(self, *arrays: Any, stream: Any = None) -> None:
-        """Check every array against its layout, then launch; raises LaunchError before any launch."""
+    def scalar_values(self, arguments: tuple[Any, ...]) -> tuple[tuple[Any, ...], list[int]]:
+        """The arrays among ``arguments`` (one per array parameter, first) and the 8-byte launch values of the
+        scalars after them: LG601 for a wrong count, LG620..LG622 for a value its scalar cannot take."""
+        spec = self.spec
+        n = len(spec.params)
+        if len(arguments) != n + len(spec.scalars):
+            raise launch_error(
+                "LG601", f"`{spec.name}` takes {n} arrays ({', '.join(p.name for p in spec.params)}), then "
+                f"{len(spec.scalars)} scalars ({', '.join(s.name for s in spec.scalars)}), got {len(arguments)} "
+                "arguments")
+        return arguments[:n], [check_scalar(spec.name, s, v) for s, v in zip(spec.scalars, arguments[n:])]
+
+    def __call__(self, *arguments: Any, stream: Any = None) -> None:
+        """Check every array against its layout and every scalar's value (given after the arrays), then
+        launch; raises LaunchError before any launch."""
         device = find_device()  # None without a GPU: the arguments are still checked first
+        scalars = self.spec.scalars
+        arrays, values = self.scalar_values(arguments) if scalars else (arguments, None)
         # The hot path, written flat because it runs on every launch: arrays whose
         # (type, shape, strides, dtype, device) all passed before need only their
         # pointers read, their alignment checked and, where one is written, their
@@ -237,29 +274,32 @@ class KernelLauncher:
         if self.spec.debug:
             try:
                 self.checked_launch(plan.device, plan.launch, checked.blocks, checked.block, pointers,
-                                    checked.symbols, stream)
+                                    [*(values or ()), *checked.symbols], stream)
             finally:  # a fault is reported after the kernel wrote: autograd hears of the write either way
                 if checked.written is not None:
                     checked.written.record(arrays)
             return
+        if values:
+            pointers.extend(values)
         pointers.extend(checked.symbols)
         plan.launch(checked.blocks, checked.block, pointers, stream)
         if checked.written is not None:  # torch's in-place rule: the version counter of what the kernel wrote
             checked.written.record(arrays)
 
     def checked_launch(self, device: int, launch: Launch, blocks: int, block: int, pointers: Sequence[int],
-                       symbols: Sequence[int], stream: Any) -> None:
+                       values: Sequence[int], stream: Any) -> None:
         """Debug build: launch between a cleared fault record and the checks of what the launch did.
 
+        ``values`` are what the launch passes after the pointers: the scalars' values, then the symbols.
         The record is cleared first so that a fault left by a graph replay is not
         blamed on this launch; afterwards KernelFault reports an access outside a
         field and NonFiniteOutput a NaN or Inf written (see :mod:`.debug`).
         """
         module = self._modules[(device, device_arch(device))]
         clear_fault(module, stream)
-        launch(blocks, block, [*pointers, *symbols], stream)
+        launch(blocks, block, [*pointers, *values], stream)
         check_fault(self.spec, module, stream)
-        scan_outputs(self.spec, pointers, dict(zip(self.spec.symbols, symbols)))
+        scan_outputs(self.spec, pointers, dict(zip(self.spec.symbols, values[len(self.spec.scalars):])))
 
 
 @dataclass(frozen=True)
@@ -324,12 +364,8 @@ _FAST_READERS = _Readers()
 _CUPY_NDARRAY: Any = None  # cupy.ndarray once a launch was planned: read inline on the hot path
 
 
-def _load(folder: Path, header: str, spec: KernelSpec, arch: str, cache: CubinCache) -> Any:
+def _load(request: CompileRequest, cache: CubinCache) -> Any:
     """Compile (or fetch from the cache) and load one kernel's module: the bytes the cache verified."""
     from .cubin_module import LoadedCubin
-    from .nvrtc import CompileRequest
 
-    source = (folder / spec.source).read_text(encoding="utf-8")
-    headers = ((header, (folder / header).read_text(encoding="utf-8")),)
-    request = CompileRequest(source=source, name=f"{folder.name}/{spec.source}", headers=headers, arch=arch)
     return LoadedCubin(cache.load(request))

@@ -7,11 +7,12 @@ when something is compiled, so importing this module is cheap and works
 without CuPy.
 
 Default options are ``-arch=<arch>``, ``--std=c++17`` (left out when the
-request's options choose a standard) and ``-I`` for each folder of
-:func:`~layoutgen.runtime.paths.cuda_include_dirs`. ``-default-device`` is
-deliberately *not* a default: generated code marks every device function
-``__device__``, so it compiles unchanged with nvcc too; a request that wants
-it can pass it in ``options``.
+request's options choose a standard), ``-I`` for each of the request's
+project header folders (``include`` of ``[tool.layoutgen]``), then for each
+folder of :func:`~layoutgen.runtime.paths.cuda_include_dirs`.
+``-default-device`` is deliberately *not* a default: generated code marks
+every device function ``__device__``, so it compiles unchanged with nvcc
+too; a request that wants it can pass it in ``options``.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+import os
 import re
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -27,11 +29,12 @@ from .. import version
 from ..schema.diagnostics import Diagnostic, LayoutgenError, Site
 from . import paths
 from .nvrtc_log import LogError, parse_errors, parse_log
+from .project_headers import HeaderFolderError, project_header_digest
 
 __all__ = [
-    "CompileError", "CompileRequest", "CompileResult", "KernelResources", "LogError", "NvrtcUnavailableError",
-    "check_arch", "compile_cubin", "nvrtc_version", "parse_errors", "parse_log", "parse_resources",
-    "supported_archs",
+    "CompileError", "CompileRequest", "CompileResult", "HeaderFolderError", "KernelResources", "LogError",
+    "NvrtcUnavailableError", "check_arch", "compile_cubin", "nvrtc_version", "parse_errors", "parse_log",
+    "parse_resources", "project_header_digest", "supported_archs",
 ]
 
 _ARCH = re.compile(r"sm_\d{2,3}[af]?")
@@ -49,7 +52,10 @@ class CompileRequest:
     ``headers`` maps include names to their text; it is stored sorted by name.
     ``report`` asks for the registers and spills in the result. It takes no
     part in the options or the key: every compile runs ptxas with ``-v``, so
-    a cached cubin serves requests with and without it. Construction raises
+    a cached cubin serves requests with and without it. ``include_dirs`` are
+    the project's header folders (made absolute here), searched in order
+    before the CUDA headers; every file under them is part of the key
+    (:func:`project_header_digest`). Construction raises
     ``ValueError`` for an arch that is not a real ``sm_XX`` (a ``compute_XX``
     would mean PTX), for an ``-arch`` in ``options`` or for a header name
     given twice.
@@ -61,6 +67,7 @@ class CompileRequest:
     arch: str = "sm_90"
     options: tuple[str, ...] = ()
     report: bool = False
+    include_dirs: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if not _ARCH.fullmatch(self.arch):
@@ -75,6 +82,9 @@ class CompileRequest:
             raise ValueError(f"header names must be unique, got {', '.join(map(repr, dupes))} twice")
         object.__setattr__(self, "headers", headers)
         object.__setattr__(self, "options", tuple(self.options))
+        # Absolute and without `..`: the launcher (`generated/vsn/../../cuda/include`) and `check --compile`
+        # (`<root>/cuda/include`) then give NVRTC the same options, so they share cache entries.
+        object.__setattr__(self, "include_dirs", tuple(os.path.abspath(os.fspath(d)) for d in self.include_dirs))
 
     def nvrtc_options(self) -> tuple[str, ...]:
         """The full option list given to NVRTC: defaults, ``-I`` folders, ``options``.
@@ -84,6 +94,7 @@ class CompileRequest:
         opts = [f"-arch={self.arch}"]
         if not any(o.startswith(_STD_OPTIONS) for o in self.options):
             opts.append("--std=c++17")
+        opts += [f"-I{d}" for d in self.include_dirs]  # first, as nvcc searches -I before the system's
         opts += [f"-I{d}" for d in paths.cuda_include_dirs()]
         opts += self.options
         opts.append("--ptxas-options=-v")  # always: the resources cost nothing and keep the key report-free
@@ -93,14 +104,18 @@ class CompileRequest:
         """The cache key: sha256 (hex) of everything that decides the cubin.
 
         Source, every header, the full option list (so the include folders
-        too), the arch, the NVRTC version and layoutgen's version. Raises
-        :class:`NvrtcUnavailableError` when NVRTC cannot be loaded.
+        too), every file under the project header folders, the arch, the
+        NVRTC version and layoutgen's version. Reads those files on every
+        call, so a header edited since the last call gives another key. Raises
+        :class:`NvrtcUnavailableError` when NVRTC cannot be loaded and
+        :class:`HeaderFolderError` (LG514) for a header folder that is not there.
         """
 
         major, minor = nvrtc_version()
         payload = {
             "source": self.source,
             "headers": [list(h) for h in self.headers],
+            "project_headers": project_header_digest(self.include_dirs),
             "options": list(self.nvrtc_options()),
             "arch": self.arch,
             "nvrtc": f"{major}.{minor}",

@@ -1,7 +1,8 @@
 """What a generated module tells the runtime about each kernel: plain, frozen data.
 
 A generated module builds one :class:`KernelSpec` per kernel binding, with a
-:class:`ParamSpec` (and its :class:`LayoutSpec`) per parameter; the launcher
+:class:`ParamSpec` (and its :class:`LayoutSpec`) per array parameter and a
+:class:`ScalarSpec` per parameter passed by value; the launcher
 (:mod:`.launch`), the checks (:mod:`.validate`), program runners and the
 debug build read them. Nothing here touches CuPy or a device.
 """
@@ -12,6 +13,7 @@ from dataclasses import dataclass
 
 from ..schema.dims import shape_text
 from ..schema.dtypes import DTYPES
+from ..schema.scalars import SCALAR_DTYPES, scalar_type_text
 from .arrays import packed_strides
 
 #: layoutgen dtype -> the dtype names (numpy's, as :func:`.arrays.array_info` reads them) of the arrays
@@ -94,6 +96,85 @@ class ParamSpec:
 
 
 @dataclass(frozen=True)
+class ScalarSpec:
+    """A parameter passed by value: its name, dtype ("f32", "u64", "bool") and whether NaN and Inf are refused."""
+
+    name: str
+    dtype: str
+    finite: bool = False
+
+    def __post_init__(self) -> None:
+        if self.dtype not in SCALAR_DTYPES:
+            raise ValueError(f"`dtype` must be one of {', '.join(SCALAR_DTYPES)}, got {self.dtype!r}")
+
+    @property
+    def described(self) -> str:
+        """``scalar f32, finite``: how messages name the declaration."""
+        return scalar_type_text(SCALAR_DTYPES[self.dtype], self.finite)
+
+
+#: Where each array of a kernel's dynamic shared memory starts: a multiple of this many bytes (the generated
+#: prologue carves the buffer by the same rule: ``lg::shared_start``).
+SHARED_ALIGN = 16
+
+
+@dataclass(frozen=True)
+class SharedArray:
+    """An array of a kernel's dynamic shared memory: its name, its element size and its dims (sizes, or the
+    names of layout symbols bound at launch)."""
+
+    name: str
+    itemsize: int
+    dims: tuple[str | int, ...]
+
+    def nbytes(self, bound: dict[str, int]) -> int:
+        size = self.itemsize
+        for d in self.dims:
+            size *= d if isinstance(d, int) else bound[d]
+        return size
+
+
+def shared_offsets(arrays: tuple[SharedArray, ...], bound: dict[str, int]) -> tuple[tuple[int, ...], int]:
+    """Where each array starts in the buffer (each at a 16-byte boundary, in order) and the buffer's bytes."""
+    starts = []
+    end = 0
+    for a in arrays:
+        start = -(-end // SHARED_ALIGN) * SHARED_ALIGN
+        starts.append(start)
+        end = start + a.nbytes(bound)
+    return tuple(starts), -(-end // SHARED_ALIGN) * SHARED_ALIGN
+
+
+@dataclass(frozen=True)
+class BlockRule:
+    """How a cooperative grid counts its blocks (a grid of threads has none: rows times ``per_row`` threads).
+
+    ``"rows"``: a block per ``per_block`` rows of the grid's parameter (Grid.tiles: a tile; Grid.warps:
+    its warps' rows). ``"persistent"``: a block per tile of ``per_block`` rows, at most as many as the
+    device keeps resident (``blocks_per_sm`` a multiprocessor, or 0: the compiled kernel's occupancy).
+    ``"general"``: the product of ``dims``, divided by ``per_block`` and rounded up.
+    """
+
+    kind: str
+    per_block: int
+    dims: tuple[str | int, ...] = ()
+    blocks_per_sm: int = 0
+
+    def __post_init__(self) -> None:
+        if self.kind not in ("rows", "persistent", "general") or self.per_block < 1:
+            raise ValueError(f"a BlockRule must be rows, persistent or general of a positive `per_block`, got {self!r}")
+
+    def blocks(self, rows: int, bound: dict[str, int]) -> int:
+        """The blocks for ``rows`` rows of the grid's parameter and the bound symbols (before any device cap)."""
+        count = rows
+        if self.kind == "general":
+            count = 1
+            for d in self.dims:
+                count *= d if isinstance(d, int) else bound[d]
+        return -(-count // self.per_block)
+
+
+@dataclass(frozen=True)
 class KernelSpec:
     """A generated kernel: its file, function name, parameters and grid."""
 
@@ -111,3 +192,7 @@ class KernelSpec:
     # in-place kernel whose pointers are not `__restrict__`. The kernel model has no declaration for it yet,
     # so generated modules pass none: every overlap of a written parameter with another is refused (LG614).
     may_alias: tuple[tuple[str, str], ...] = ()
+    # The parameters passed by value, in order: the launch passes them after the pointers, before the symbols.
+    scalars: tuple[ScalarSpec, ...] = ()
+    count: BlockRule | None = None  # how a cooperative grid counts its blocks; None: per_row threads a row
+    shared: tuple[SharedArray, ...] = ()  # the arrays of the dynamic shared memory, in the order of the buffer

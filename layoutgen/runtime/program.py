@@ -3,9 +3,13 @@
 A generated module builds one :class:`ProgramRunner` per program from plain
 data (:class:`ProgramSpec`) and the launchers of its kernels. A call checks
 every buffer against its layout once (the same checks a launcher makes, so
-the same LG6xx errors) and then launches the kernels without checking again.
-:meth:`ProgramRunner.capture` records the launches into a CUDA graph over
-the given buffers; :meth:`ProgramGraph.replay` runs them all with one call.
+the same LG6xx errors) and every value against its scalar type, and then
+launches the kernels without checking again. :meth:`ProgramRunner.capture`
+records the launches into a CUDA graph over the given buffers and values;
+:meth:`ProgramGraph.replay` runs them all with one call. A graph keeps the
+values it was captured with: a replay given another value is refused
+(LG623) rather than run with the old one, so a value that changes every
+replay belongs in a buffer, or in a new capture.
 """
 
 from __future__ import annotations
@@ -16,11 +20,13 @@ from pathlib import Path
 from typing import Any
 
 from ..schema.diagnostics import Diagnostic
+from ..schema.scalars import describe_value
 from .driver import Launch, check_stream, cupy_stream, device_arch, find_device, no_device_error
-from .errors import LaunchError
+from .errors import LaunchError, launch_error
 from .launch import KernelLauncher
-from .plan import KernelSpec, LayoutSpec, ParamSpec
-from .validate import TorchWrites, buffer_extents, byte_size
+from .occupancy import size_launch
+from .plan import KernelSpec, LayoutSpec, ParamSpec, ScalarSpec
+from .validate import TorchWrites, buffer_extents, byte_size, check_scalar
 
 
 @dataclass(frozen=True)
@@ -35,19 +41,29 @@ class BufferSpec:
 
 @dataclass(frozen=True)
 class StepSpec:
-    """One launch: the generated kernel and, for each of its parameters, the index of the buffer it gets."""
+    """One launch: the generated kernel, for each of its array parameters the index of the buffer it gets,
+    and for each of its scalars the 8-byte value of a constant (an int) or the name of a program value."""
 
     kernel: str
     buffers: tuple[int, ...]
+    scalars: tuple[int | str, ...] = ()
+
+    def __post_init__(self) -> None:
+        for given in self.scalars:
+            if not isinstance(given, str) and not (type(given) is int and 0 <= given < 2**64):
+                raise ValueError(f"the scalars of step `{self.kernel}` must be value names or 8-byte launch "
+                                 f"values, got {given!r}")
 
 
 @dataclass(frozen=True)
 class ProgramSpec:
-    """A program as the runtime runs it: buffers in argument order, then the launches in order."""
+    """A program as the runtime runs it: buffers in argument order, the launches in order, and the values
+    the caller gives each run (after the buffers)."""
 
     name: str
     buffers: tuple[BufferSpec, ...]
     steps: tuple[StepSpec, ...]
+    values: tuple[ScalarSpec, ...] = ()
 
 
 #: One prepared launch: the loaded kernel, blocks, threads per block and the 8-byte values.
@@ -60,6 +76,7 @@ class ProgramRunner:
     def __init__(self, spec: ProgramSpec, launchers: Sequence[KernelLauncher]) -> None:
         if len(launchers) != len(spec.steps):
             raise ValueError(f"program `{spec.name}` has {len(spec.steps)} launches but {len(launchers)} launchers")
+        _check_scalars(spec, launchers)
         self.spec = spec
         self._launchers = tuple(launchers)
         # The buffers are checked as the parameters of one pseudo-kernel: the same checks, messages and
@@ -70,16 +87,33 @@ class ProgramRunner:
         )
         self._distinct: tuple[object, ...] = ()  # the last pointers and sizes found not to overlap
 
-    def prepare(self, arrays: Sequence[Any], device: int | None = None, stream: Any = None) -> list[_Prepared]:
-        """Every buffer checked (raises LaunchError, nothing launched): each launch, ready to go.
+    def prepare(self, arrays: Sequence[Any], device: int | None = None, stream: Any = None,
+                values: Sequence[Any] = ()) -> list[_Prepared]:
+        """Every buffer and value checked (raises LaunchError, nothing launched): each launch, ready to go.
 
         ``device`` None is the current one. Every check that needs no GPU runs
-        first (the buffers, the grids, the autograd state of written torch
-        tensors, the stream); LG615 when there is no device after all.
+        first (the values, the buffers, the grids, the autograd state of written
+        torch tensors, the stream); LG615 when there is no device after all.
         """
-        return self._prepare(tuple(arrays), find_device() if device is None else device, stream)[1]
+        slots = self.value_slots(tuple(values))
+        return self._prepare(tuple(arrays), slots, find_device() if device is None else device, stream)[1]
 
-    def _prepare(self, arrays: tuple[Any, ...], device: int | None, stream: Any) -> tuple[int, list[_Prepared]]:
+    def value_slots(self, values: tuple[Any, ...]) -> dict[str, int]:
+        """The 8-byte launch value of each program value, by name: LG601 for a wrong count, LG620..LG622 for a
+        value its scalar type cannot take (named `program.value`)."""
+        spec = self.spec
+        if len(values) != len(spec.values):
+            raise launch_error("LG601", f"program `{spec.name}` takes {len(spec.values)} values ("
+                               f"{', '.join(v.name for v in spec.values) or 'none'}), got {len(values)}")
+        return {v.name: check_scalar(spec.name, v, given) for v, given in zip(spec.values, values)}
+
+    def _split(self, arguments: tuple[Any, ...]) -> tuple[tuple[Any, ...], dict[str, int]]:
+        """The buffers (the first arguments) and the values' launch values (the rest)."""
+        n = len(self.spec.buffers)
+        return arguments[:n], self.value_slots(arguments[n:])
+
+    def _prepare(self, arrays: tuple[Any, ...], slots: dict[str, int], device: int | None,
+                 stream: Any) -> tuple[int, list[_Prepared]]:
         pointers, bound = self._buffers.bind(arrays, device)
         placed = (*pointers, *sorted(bound.items()))
         if placed != self._distinct:  # new addresses or new sizes: the spans may meet now
@@ -97,8 +131,11 @@ class ProgramRunner:
         prepared = []
         for step, launcher, count in zip(self.spec.steps, self._launchers, blocks):
             kernel = launcher.spec
-            values = [pointers[i] for i in step.buffers] + [bound[s] for s in kernel.symbols]
-            prepared.append((launcher.function(device, arch), count, kernel.block, values))
+            scalars = [slots[given] if isinstance(given, str) else given for given in step.scalars]
+            values = [pointers[i] for i in step.buffers] + scalars + [bound[s] for s in kernel.symbols]
+            # Each kernel's shared memory and a persistent grid's blocks, before anything runs (LG624, LG625).
+            function, count = size_launch(kernel, launcher.function(device, arch), device, count, bound)
+            prepared.append((function, count, kernel.block, values))
         return device, prepared
 
     def _check_distinct(self, pointers: list[int], bound: dict[str, int]) -> None:
@@ -115,13 +152,16 @@ class ProgramRunner:
             hint="give every buffer its own array: the program's dataflow checks count on it",
         ))
 
-    def __call__(self, *arrays: Any, stream: Any = None) -> None:
-        """Check every buffer, then launch each kernel in order on ``stream`` (the current CuPy stream).
+    def __call__(self, *arguments: Any, stream: Any = None) -> None:
+        """Check every buffer and value (given after the buffers), then launch each kernel in order on
+        ``stream`` (the current CuPy stream).
 
         In a debug build each launch is followed by its checks (see
         :mod:`.debug`), so a fault or a NaN is reported at the kernel that made it.
         """
-        device, prepared = self._prepare(arrays, find_device(), stream)
+        device = find_device()
+        arrays, slots = self._split(arguments)
+        device, prepared = self._prepare(arrays, slots, device, stream)
         try:
             for (function, blocks, block, values), launcher in zip(prepared, self._launchers):
                 if not blocks:
@@ -136,17 +176,19 @@ class ProgramRunner:
             if written is not None:
                 written.record(arrays)
 
-    def capture(self, *arrays: Any) -> ProgramGraph:
-        """Record the launches over these buffers into a CUDA graph; nothing runs until ``replay``.
+    def capture(self, *arguments: Any) -> ProgramGraph:
+        """Record the launches over these buffers and values into a CUDA graph; nothing runs until ``replay``.
 
         The graph holds the buffers' addresses: replaying it after one of them is
         freed or reallocated is wrong, so the graph keeps a reference to each.
+        It holds the values too, as they were given: a replay runs with them.
         A debug build's checks need the host between launches, so a replay
         does not make them: run the program plainly to debug it.
         """
         import cupy
 
-        prepared = self.prepare(arrays)  # checks and loads every kernel before the capture starts
+        arrays, slots = self._split(arguments)
+        prepared = self._prepare(arrays, slots, find_device(), None)[1]  # checked, every kernel loaded, first
         capture_stream = cupy.cuda.Stream(non_blocking=True)
         capture_stream.begin_capture()
         try:
@@ -160,21 +202,70 @@ class ProgramRunner:
                 pass
             raise
         graph = capture_stream.end_capture()
-        return ProgramGraph(self.spec.name, graph, tuple(arrays), sum(1 for p in prepared if p[1]))
+        given = arguments[len(arrays):]
+        captured = tuple((v, given[n], slots[v.name]) for n, v in enumerate(self.spec.values))
+        return ProgramGraph(self.spec.name, graph, tuple(arrays), sum(1 for p in prepared if p[1]), captured)
+
+
+def _check_scalars(spec: ProgramSpec, launchers: Sequence[KernelLauncher]) -> None:
+    """ValueError when a step's scalars do not match its kernel's: a generated module that disagrees with the
+    runtime (plan data, never a user's input)."""
+    values = {v.name: v for v in spec.values}
+    for step, launcher in zip(spec.steps, launchers):
+        scalars = launcher.spec.scalars
+        if len(step.scalars) != len(scalars):
+            raise ValueError(f"step `{step.kernel}` of program `{spec.name}` gives {len(step.scalars)} scalars to "
+                             f"a kernel of {len(scalars)}")
+        for given, scalar in zip(step.scalars, scalars):
+            if isinstance(given, str) and (given not in values or values[given].dtype != scalar.dtype):
+                raise ValueError(f"step `{step.kernel}` of program `{spec.name}` gives `{scalar.name}` "
+                                 f"({scalar.dtype}) the value `{given}`, which the program does not have as one")
+
+
+#: A captured value: its spec, what the capture was given, and its 8-byte launch value.
+_Captured = tuple[ScalarSpec, Any, int]
 
 
 class ProgramGraph:
-    """A program's launches captured into a CUDA graph over fixed buffers."""
+    """A program's launches captured into a CUDA graph over fixed buffers and values."""
 
-    def __init__(self, name: str, graph: Any, arrays: tuple[Any, ...], launches: int) -> None:
+    def __init__(self, name: str, graph: Any, arrays: tuple[Any, ...], launches: int,
+                 values: tuple[_Captured, ...] = ()) -> None:
         self.name = name
         self.launches = launches
         self._graph = graph
         self._arrays = arrays  # keeps the captured addresses alive
+        self._values = {spec.name: (spec, given, slot) for spec, given, slot in values}
 
-    def replay(self, stream: Any = None) -> None:
-        """Run every launch of the program on ``stream`` (the current CuPy stream) with one graph launch."""
+    @property
+    def values(self) -> dict[str, Any]:
+        """The values the graph was captured with, by name, as they were given."""
+        return {name: given for name, (_, given, _) in self._values.items()}
+
+    def replay(self, stream: Any = None, **values: Any) -> None:
+        """Run every launch of the program on ``stream`` (the current CuPy stream) with one graph launch.
+
+        ``values`` may repeat values the graph was captured with; another value
+        (or a name the program has not) is LG623, and nothing runs.
+        """
+        for name, given in values.items():
+            self._check_value(name, given)
         self._graph.launch(cupy_stream(stream, self.name))  # LG616 for what is no stream
+
+    def _check_value(self, name: str, given: Any) -> None:
+        captured = self._values.get(name)
+        if captured is None:
+            names = ", ".join(f"`{n}`" for n in self._values) or "none"
+            raise launch_error("LG623", f"`replay` of program `{self.name}`'s graph takes the values it was captured "
+                               f"with ({names}), got `{name}`",
+                               hint="name a value of the program's, or give none: the graph runs with its own")
+        spec, first, slot = captured
+        if check_scalar(self.name, spec, given) != slot:  # LG620..LG622 for a value the scalar cannot take at all
+            raise launch_error(
+                "LG623", f"`{self.name}.{name}` ({spec.described}) was captured into this graph as "
+                f"{describe_value(first)}; `replay` must be given that value or none, got {describe_value(given)}",
+                hint="a graph keeps the values of its capture: capture the program again with the new value, or "
+                "keep a value that changes every replay in a buffer the graph reads")
 
     def __repr__(self) -> str:
         return f"<ProgramGraph {self.name}: {self.launches} launches>"

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from typing import Any, ClassVar, Generic, Protocol, TypeVar
 
+import numpy as np
+
 from ..schema.dims import shape_text
 from .arrays import ArrayKindError, array_info
 from .errors import LaunchError, launch_error
@@ -84,4 +86,14 @@ def unwrap(a: Any) -> Any:
     return a.data if type(a) is Array else a
 
 
-__all__ = ["Array", "DeviceArray", "LaunchError", "LayoutTag", "unwrap"]
+# What a launcher's scalar arguments are typed as: the Python and NumPy scalars each kind takes. mypy counts a
+# bool as an int and an int as a float; the launcher does not (LG620), so those are caught when it runs.
+#: An f32 or f64 scalar.
+FloatScalar = float | np.floating[Any] | np.integer[Any]
+#: An integer scalar (i8..i64, u8..u64).
+IntScalar = int | np.integer[Any]
+#: A bool scalar.
+BoolScalar = bool | np.bool_
+
+
+__all__ = ["Array", "BoolScalar", "DeviceArray", "FloatScalar", "IntScalar", "LaunchError", "LayoutTag", "unwrap"]

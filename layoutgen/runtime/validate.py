@@ -1,6 +1,7 @@
 """The checks of a launch's arguments: each array against its parameter, and the arrays against each other.
 
-:func:`check_param` is the one place that decides whether an array fits; the
+:func:`check_param` is the one place that decides whether an array fits
+(:func:`check_scalar`, whether a value fits a scalar parameter); the
 launcher's fast path only skips checks whose outcome a cached key decides.
 :class:`Extents` decides whether arguments share memory (launchers: LG614,
 program runners: LG613). Messages are built only once a check fails.
@@ -16,9 +17,10 @@ from itertools import combinations
 from operator import itemgetter
 from typing import Any
 
+from ..schema.scalars import SCALAR_DTYPES, ScalarValueError, pack_scalar
 from .arrays import ArrayInfo, dtype_text, non_native
 from .errors import LaunchError, launch_error
-from .plan import ACCEPTED_DTYPES, LayoutSpec, ParamSpec
+from .plan import ACCEPTED_DTYPES, LayoutSpec, ParamSpec, ScalarSpec
 
 
 def _describe(info: ArrayInfo) -> str:
@@ -102,6 +104,21 @@ def check_param(kernel: str, p: ParamSpec, info: ArrayInfo, bound: dict[str, int
     if info.readonly and p.access != "in":
         raise launch_error("LG607", f"{who(kernel, p)} is written by the kernel but the array is read-only (e.g. a JAX "
                      f"buffer); got {_describe(info)}", hint="pass a writable array, such as a CuPy or torch one")
+
+
+def check_scalar(owner: str, s: ScalarSpec, value: Any) -> int:
+    """The 8-byte launch value of ``value`` for scalar ``s`` of kernel (or program) ``owner``.
+
+    LaunchError LG620 for a value of another kind (a bool for a number, a
+    float for an integer, a string, an array), LG621 for one outside the C
+    type's range, LG622 for NaN or Inf where ``s`` is finite. The rules are
+    :func:`layoutgen.schema.scalars.pack_scalar`'s, which a program's
+    constants were checked by at declaration.
+    """
+    try:
+        return pack_scalar(SCALAR_DTYPES[s.dtype], s.finite, value)
+    except ScalarValueError as exc:
+        raise launch_error(exc.code, f"`{owner}.{s.name}` ({s.described}) {exc.problem}", hint=exc.hint) from None
 
 
 def _byte_order_hint(dtype: str) -> str | None:

@@ -77,6 +77,10 @@ CODES: dict[str, Code] = _registry(
     Code("LG210", "symbolic-grid", _E, "a grid per vector follows a view whose row width is symbolic"),
     Code("LG211", "unusable-file-name", _E, "a kernel or spec name cannot name its generated files (too long, a device)"),
     Code("LG212", "generated-name-clash", _E, "two declarations of a spec would generate one file, view or class"),
+    Code("LG216", "block-not-warp-multiple", _E, "a grid of warps has a block that is not a whole number of warps"),
+    Code("LG217", "shared-memory-too-large", _E, "a kernel's static shared memory is more than its target arch allows a block"),
+    Code("LG218", "invalid-grid", _E, "a grid's arguments are malformed, or it counts blocks in a symbol its kernel lacks"),
+    Code("LG219", "invalid-shared-memory", _E, "a shared-memory array is malformed, clashes with a name, or its size is unknown"),
     # LG3xx: a program's launches disagree about who writes and reads what.
     Code("LG301", "read-before-write", _E, "a launch reads columns that no earlier launch wrote and no input provides"),
     Code("LG302", "overlapping-writers", _E, "two writes cover the same columns of one buffer without `overwrites=`"),
@@ -104,6 +108,9 @@ CODES: dict[str, Code] = _registry(
     Code("LG511", "output-io-error", _E, "the output folder cannot be read or written (permissions, disk full)"),
     Code("LG512", "unsafe-cache", _E, "the compile cache is writable by others, owned by another user, or has a link"),
     Code("LG513", "cache-unusable", _E, "the compile cache has a file where a folder belongs, or the reverse, or fails"),
+    Code("LG514", "missing-folder", _E, "a folder that `include` or `templates` of [tool.layoutgen] names is not there"),
+    Code("LG515", "unknown-block", _E, "a kernel template defines a Jinja block other than `preamble`"),
+    Code("LG516", "shadowed-header", _E, "a project header has the name of the spec's views header, which kernels get instead"),
     # LG6xx: a launch was refused before the kernel ran.
     Code("LG601", "wrong-shape", _E, "an array's shape does not match its layout"),
     Code("LG602", "wrong-dtype", _E, "an array's dtype does not match its layout"),
@@ -123,6 +130,12 @@ CODES: dict[str, Code] = _registry(
     Code("LG616", "bad-stream", _E, "`stream` is not a CUDA stream object or None"),
     Code("LG617", "grid-too-large", _E, "a launch needs more blocks than a CUDA grid can have"),
     Code("LG618", "autograd-write", _E, "the kernel would write in place into a torch tensor that requires grad"),
+    Code("LG620", "wrong-scalar-type", _E, "a scalar parameter's value is not of its kind (a bool for a number, a float for an integer)"),
+    Code("LG621", "scalar-out-of-range", _E, "a scalar parameter's value is outside what its C type holds"),
+    Code("LG622", "non-finite-scalar", _E, "a scalar parameter declared finite was given NaN or Inf"),
+    Code("LG623", "graph-scalar-mismatch", _E, "a graph replay was given a value other than the one it was captured with"),
+    Code("LG624", "shared-memory-over-device-limit", _E, "a launch needs more shared memory a block than its device allows"),
+    Code("LG625", "no-resident-block", _E, "a persistent grid's kernel cannot keep one block resident on the device"),
 )
 
 

@@ -55,7 +55,6 @@ def _buffers(inputs: dict[str, np.ndarray]) -> dict[str, Any]:
     import cupy
 
     dev = {name: cupy.asarray(a.astype(np.float32)) for name, a in inputs.items()}
-    dev["lr"] = cupy.asarray(np.array([LR], np.float32))
     for name, shape in (("window", (B_, K_, 56)), ("gates", (B_, K_, 40)), ("y", (B_, K_, 40)),
                         ("grad_y", (B_, K_, 40)), ("grad_x", (B_, K_, 40)), ("grad_W", (40, 40)), ("grad_b", (40,))):
         dev[name] = cupy.full(shape, cupy.nan, cupy.float32)
@@ -69,13 +68,13 @@ def test_vsn_step_matches_the_reference_and_graph_replay_matches_plain_launches(
     want = ref.vsn_step(inputs["raw"], inputs["stats"], inputs["ctx"], inputs["target"], inputs["W"],
                         inputs["b"], LR)
     plain = _buffers(inputs)
-    vsn.vsn_step(**plain)
+    vsn.vsn_step(**plain, lr=LR)
     for name, expected in want.items():
         assert ref.relative_error(plain[name].get(), expected) < TOL, name
 
     replayed = _buffers(inputs)
-    graph = vsn.capture_vsn_step(**replayed)
-    assert graph.launches == 7
+    graph = vsn.capture_vsn_step(**replayed, lr=LR)
+    assert graph.launches == 7 and graph.values == {"lr": LR}
     assert np.isnan(replayed["y"].get()).all()  # captured, not run
     graph.replay()
     import cupy
@@ -101,8 +100,7 @@ def test_graph_replay_trains_with_growing_context_and_stays_finite() -> None:
     x = ref.snap_feature_assemble(inputs["raw"], inputs["stats"])
     inputs["target"] = ref.vsn_forward(x, rng.normal(size=(40, 40)) * 0.5, rng.normal(size=40))[1]
     buffers = _buffers(inputs)
-    buffers["lr"][...] = 30.0 / (B_ * K_)
-    graph = vsn.capture_vsn_step(**buffers)
+    graph = vsn.capture_vsn_step(**buffers, lr=30.0 / (B_ * K_))  # the learning rate is kept by the graph
     ctx = np.zeros((B_, 16), np.float32)
     losses = []
     for step in range(500):
@@ -146,17 +144,40 @@ def test_debug_build_stops_an_access_outside_the_field_and_names_it() -> None:
     assert np.array_equal(dst.get(), row.get()[:, :8])
 
 
+def test_debug_build_checks_the_column_of_a_row_object() -> None:
+    """`src.row(r)[c]` is a checked row in the debug build: one column past the field stops the thread."""
+    import cupy
+
+    from layoutgen.runtime.debug import KernelFault
+
+    debug = _build("tests/specs/debug/spec.py", "gpu-debug-shift", "--debug")
+    release = _build("tests/specs/debug/spec.py", "gpu-release-shift")
+    row = cupy.asarray(np.random.default_rng().normal(size=(32, 16)).astype(np.float32))
+    for module in (debug, release):
+        dst = cupy.full((32, 8), cupy.nan, cupy.float32)
+        module.shift_row(row, cupy.zeros(1, cupy.float32), dst)
+        assert np.array_equal(dst.get(), row.get()[:, :8])
+    dst = cupy.full((32, 8), cupy.nan, cupy.float32)
+    release.shift_row(row, cupy.ones(1, cupy.float32), dst)  # reads Row.tail's first column, silently
+    assert np.array_equal(dst.get()[:, 7], row.get()[:, 8])
+    with pytest.raises(KernelFault) as fault:
+        debug.shift_row(row, cupy.ones(1, cupy.float32), cupy.full((32, 8), cupy.nan, cupy.float32))
+    message = str(fault.value)
+    assert fault.value.code == "LG611"
+    assert "`shift_row` indexed `src` (Row.head)" in message and "column 8, outside the field" in message, message
+
+
 def test_debug_build_names_the_kernel_that_first_wrote_nan() -> None:
     from layoutgen.runtime.debug import NonFiniteOutput
 
     debug = _build("examples/vsn/spec.py", "gpu-debug-vsn", "--debug")
     inputs = _inputs(np.random.default_rng())
     clean = _buffers(inputs)
-    debug.vsn_step(**clean)  # finite inputs: every launch passes its scan
+    debug.vsn_step(**clean, lr=LR)  # finite inputs: every launch passes its scan
     inputs["W"][3, 5] = np.nan  # one bad weight: the forward kernel is the first to write NaN
     planted = _buffers(inputs)
     with pytest.raises(NonFiniteOutput) as bad:
-        debug.vsn_step(**planted)
+        debug.vsn_step(**planted, lr=LR)
     message = str(bad.value)
     assert bad.value.code == "LG612"
     assert message.startswith("error[LG612]: `variable_selection_fwd` wrote NaN to `gates` (Features) at index [0, 0, "), message

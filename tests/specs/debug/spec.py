@@ -20,6 +20,12 @@ shift = Kernel("shift", "shift.cu.j2", [
     Out("dst", [B, C]),
 ], grid=Grid.elements("dst"), doc="dst[r, c] = src[r, c + amount]")
 
+shift_row = Kernel("shift_row", "shift_row.cu.j2", [
+    In("src", [B, C]),
+    In("amount", [1]),
+    Out("dst", [B, C]),
+], grid=Grid.elements("dst"), doc="shift, indexing a row object: dst.row(r)[c] = src.row(r)[c + amount]")
+
 shift_heads = Kernel("shift_heads", "shift_heads.cu.j2", [
     In("src", [B, H, E]),
     In("amount", [1]),
@@ -28,5 +34,6 @@ shift_heads = Kernel("shift_heads", "shift_heads.cu.j2", [
 
 spec = Spec("debugged", kernels=[
     shift.bind(src=Row.head, amount=Amount, dst=Half),
+    shift_row.bind(src=Row.head, amount=Amount, dst=Half),
     shift_heads.bind(src=Heads.h, amount=Amount, dst=Heads.h),
 ])

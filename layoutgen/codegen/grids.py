@@ -1,0 +1,142 @@
+"""What a kernel's prologue places for its grid and its dynamic shared memory, computed here.
+
+``kernel.cu.j2`` includes, at file scope, the helpers a kernel needs (:data:`FILE_HELPERS`: the
+persistent grid's ``lg::Tile``, the shared buffer's boundaries) and, in the kernel, one skeleton
+per part of its prologue: its shared arrays, then its grid's (:data:`GRID_SKELETONS`). Each
+skeleton is plain C++ placing numbers and expressions from the records below, so the kernel
+template itself chooses nothing.
+
+Sizes the launch binds are resolved as the launcher binds them: a kernel symbol is its static
+value or the layout symbol it was unified with (``lg_dim_<symbol>`` in C++, the symbol's name
+for :mod:`layoutgen.runtime.plan`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from ..declare.grids import Grid, launch_dims
+from ..declare.kernels import Binding
+from ..declare.shared import SHARED_ALIGN, Shared
+from ..schema.dims import Dim, Size, shape_text
+from ..schema.names import CPP_DIM
+
+#: The skeleton that writes each kind of grid's part of the prologue.
+GRID_SKELETONS: Mapping[str, str] = {
+    "row": "grid_threads.cu.j2", "element": "grid_threads.cu.j2", "vector": "grid_threads.cu.j2",
+    "tile": "grid_tiles.cu.j2", "warp": "grid_warps.cu.j2", "persistent": "grid_persistent.cu.j2",
+    "general": "grid_general.cu.j2",
+}
+#: The prologue's part that carves the shared buffer into the kernel's arrays.
+SHARED_SKELETON = "shared_arrays.cu.j2"
+#: File-scope helpers: for a persistent grid, and for a kernel with shared arrays.
+FILE_HELPERS: Mapping[str, str] = {"persistent": "tiles.cuh.j2", "shared": "shared.cuh.j2"}
+#: A cooperative grid's indices stay below its rows plus 32 times its capacity (the first row of a
+#: block's last warp): where that reaches 2^31 they are `long long`, whatever the views' index type.
+INT_LIMIT = 2**31
+
+
+def runtime_dims(dims: Sequence[Dim], values: Mapping[str, Dim]) -> tuple[str | int, ...]:
+    """Kernel dims as the runtime multiplies them: sizes, or the names of layout symbols bound at launch."""
+    return tuple(d.size if d.size is not None else str(d.name) for d in launch_dims(dims, values))
+
+
+@dataclass(frozen=True)
+class SharedModel:
+    """One array of the shared buffer as the prologue declares it: ``float* const w = ... + offset``."""
+
+    name: str
+    c_type: str
+    dtype: str
+    shape: str  # [F, F], the kernel's spelling
+    offset: str  # C++ for its first byte: a number, or lg::shared_start(...) of the array before it
+
+
+def shared_models(shared: Sequence[Shared], values: Mapping[str, Dim]) -> tuple[SharedModel, ...]:
+    """The arrays at 16-byte boundaries, in declaration order; the runtime sizes the buffer by the same rule
+    (:func:`layoutgen.runtime.plan.shared_bytes`)."""
+    out = []
+    end_static: int | None = 0  # the previous array's end, while it is a number
+    end_expr = "0"
+    for array in shared:
+        if end_static is not None:
+            start = -(-end_static // SHARED_ALIGN) * SHARED_ALIGN
+            offset = str(start)
+        else:
+            offset = f"lg::shared_start({end_expr})"
+        out.append(SharedModel(array.name, array.dtype.c_type, str(array.dtype), shape_text(array.shape), offset))
+        size = Size.product(launch_dims(array.shape, values), array.dtype.size)
+        if end_static is not None and size.is_static:
+            end_static = start + size.coef
+        else:
+            end_static = None
+            end_expr = f"{offset} + {size.c_expr({s: CPP_DIM + s for s in size.symbols})}"
+    return tuple(out)
+
+
+@dataclass(frozen=True)
+class GridModel:
+    """What a kernel's grid and shared memory add to the model the skeletons read."""
+
+    capacity: int  # rows of a tile or a warp (1 for the grids of threads)
+    prologue: tuple[str, ...]  # the skeletons of the prologue's parts, in order
+    helpers: tuple[str, ...]  # the file-scope skeletons
+    shared: tuple[SharedModel, ...]
+    wide: bool  # whether the grid's own indices need `long long`
+
+
+def grid_model(binding: Binding, values: Mapping[str, Dim]) -> GridModel:
+    """The grid and shared-memory parts of one binding's kernel; ``values`` are its unified symbols."""
+    kernel = binding.kernel
+    grid: Grid = kernel.grid
+    shared = shared_models(kernel.shared, values)
+    helpers = [FILE_HELPERS[g] for g in ("persistent",) if grid.per == g]
+    prologue = [GRID_SKELETONS[grid.per]]
+    if shared:
+        helpers.append(FILE_HELPERS["shared"])
+        prologue.insert(0, SHARED_SKELETON)
+    wide = False  # rows counted in a symbol have `long long` views, which the kernel's index follows
+    if grid.per in ("tile", "warp", "persistent") and grid.param is not None:
+        rows = binding.view(grid.param).rows
+        wide = rows.is_static and rows.coef + 32 * grid.capacity >= INT_LIMIT
+    return GridModel(grid.capacity, tuple(prologue), tuple(helpers), shared, wide)
+
+
+@dataclass(frozen=True)
+class BlockRuleModel:
+    """How the launcher counts a cooperative grid's blocks (:class:`layoutgen.runtime.plan.BlockRule`)."""
+
+    kind: str  # "rows" (tiles, warps), "persistent" or "general"
+    per_block: int  # rows a block owns (a tile's, or its warps'); a general grid's divisor
+    dims: tuple[str | int, ...] = ()  # a general grid's product
+    blocks_per_sm: int = 0  # a persistent grid's, where declared; 0: the compiled kernel's occupancy
+
+
+@dataclass(frozen=True)
+class SharedArrayModel:
+    """A shared array as the launcher sizes it (:class:`layoutgen.runtime.plan.SharedArray`)."""
+
+    name: str
+    itemsize: int
+    dims: tuple[str | int, ...]
+
+
+def block_rule(binding: Binding, values: Mapping[str, Dim]) -> BlockRuleModel | None:
+    """The launch's count of blocks for a cooperative grid; None for a grid of threads (one a row, element
+    or vector, counted by the launcher's threads per row)."""
+    grid = binding.kernel.grid
+    if grid.per == "tile":
+        return BlockRuleModel("rows", grid.capacity)
+    if grid.per == "warp":
+        return BlockRuleModel("rows", grid.block // 32 * grid.capacity)
+    if grid.per == "persistent":
+        return BlockRuleModel("persistent", grid.capacity, blocks_per_sm=grid.blocks_per_sm or 0)
+    if grid.per == "general" and grid.blocks is not None:
+        return BlockRuleModel("general", grid.blocks.divisor, runtime_dims(grid.blocks.factors, values))
+    return None
+
+
+def shared_arrays(binding: Binding, values: Mapping[str, Dim]) -> tuple[SharedArrayModel, ...]:
+    """The binding's shared arrays as the launcher sizes its buffer."""
+    return tuple(SharedArrayModel(a.name, a.dtype.size, runtime_dims(a.shape, values)) for a in binding.kernel.shared)

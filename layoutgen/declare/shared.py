@@ -1,0 +1,89 @@
+"""Dynamic shared memory: the arrays a kernel declares in it, sized by its symbols.
+
+``Kernel(..., shared=[Shared("w", f32, [F, F]), Shared("xs", f32, [128, F])])`` gives the body two
+arrays of one ``extern __shared__`` buffer, ``w`` and ``xs`` (plain ``float*``, indexed
+``w[i * F + j]``), each at a 16-byte boundary. A shape is a list of the kernel's symbols (static
+or bound at launch) and ints, multiplied: the Dim arithmetic has products only, so a padded row is
+declared with its padded width as a number or a symbol (``[128, 41]``), not ``F + 1``. The
+launcher computes the bytes from the bound symbols and raises the 48 KiB default where a kernel
+needs more (:mod:`layoutgen.runtime.occupancy`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from ..schema import DType
+from ..schema.diagnostics import Site, caller_site
+from ..schema.dims import Dim, Size, as_shape, shape_text
+from ..schema.dtypes import resolve_dtype
+from ..schema.names import name_problem
+from .errors import kernel_error
+
+#: Where each array of the buffer starts: a multiple of this many bytes (the widest vector access).
+SHARED_ALIGN = 16
+
+
+@dataclass(frozen=True)
+class Shared:
+    """An array in a kernel's dynamic shared memory: its name in the body, its dtype, and its shape."""
+
+    name: str
+    dtype: DType
+    shape: tuple[Dim, ...]
+    site: Site | None = field(default=None, compare=False, repr=False)
+
+    def __init__(self, name: str, dtype: DType | str, shape: Sequence[Dim | int | str]) -> None:
+        site = caller_site()
+        problem = name_problem(name)
+        if problem:
+            raise kernel_error("LG219", f"a shared array's name {problem[1]}", site)
+        resolved = resolve_dtype(dtype, f"the dtype of shared array `{name}`", site)
+        dims = as_shape(shape, f"the shape of shared array `{name}`", site)
+        if not dims:
+            raise kernel_error("LG219", f"shared array `{name}` must have at least one dim", site)
+        for attr, value in (("name", name), ("dtype", resolved), ("shape", dims), ("site", site)):
+            object.__setattr__(self, attr, value)
+
+    def __repr__(self) -> str:
+        return f"Shared({self.name!r}, {self.dtype}, {shape_text(self.shape)})"
+
+    @property
+    def nbytes(self) -> Size:
+        """The array's bytes: the product of its dims and the dtype's size."""
+        return Size.product(self.shape, self.dtype.size)
+
+    @property
+    def symbols(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(str(d.name) for d in self.shape if d.size is None))
+
+
+def check_shared(kernel: str, shared: object, taken: Mapping[str, str], symbols: Sequence[str],
+                 site: Site | None) -> tuple[Shared, ...]:
+    """The shared arrays of ``kernel``, checked (LG219): a list of ``Shared``, names used once and by
+    nothing else of the body (``taken``: name -> what it is there), dims among the kernel's ``symbols``."""
+    if isinstance(shared, (str, bytes)) or not isinstance(shared, Sequence):
+        raise kernel_error("LG219", f"the shared memory of `{kernel}` must be a list of Shared(...), got {shared!r}",
+                           site)
+    seen: dict[str, Shared] = {}
+    for array in shared:
+        if not isinstance(array, Shared):
+            raise kernel_error("LG219", f"the shared memory of `{kernel}` must be a list of Shared(...), got "
+                               f"{array!r}", site)
+        if array.name in seen:
+            raise kernel_error("LG219", f"kernel `{kernel}` declares shared array `{array.name}` twice", array.site)
+        if array.name in taken:
+            raise kernel_error(
+                "LG219", f"shared array `{array.name}` of `{kernel}` clashes with {taken[array.name]}", array.site,
+                hint="rename the array: the body sees parameters, symbols, the grid's names and shared arrays by name",
+            )
+        unknown = [s for s in array.symbols if s not in symbols]
+        if unknown:
+            raise kernel_error(
+                "LG219", f"shared array `{array.name}` {shape_text(array.shape)} of `{kernel}` is sized by "
+                f"`{unknown[0]}`, which is no symbol of its parameters' shapes ({', '.join(symbols) or 'none'}): its "
+                "value would be known nowhere", array.site, hint="size it by the parameters' symbols, or by numbers",
+            )
+        seen[array.name] = array
+    return tuple(seen.values())
