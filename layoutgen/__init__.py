@@ -7,7 +7,7 @@ from .declare.copies import field_copies
 from .declare.grids import ceil_div
 from .declare.kernels import Binding, Grid, In, InOut, Kernel, KernelError, Out, Param, Scalar
 from .declare.program import Buffer, BufferView, Launch, Program, ProgramError, Value
-from .declare.shared import Shared
+from .declare.shared import Shared, Tile
 from .declare.spec import Spec
 from .schema import (
     CODES,
@@ -50,5 +50,5 @@ __all__ = [
     "Binding", "Grid", "In", "InOut", "Kernel", "KernelError", "Out", "Param", "Spec", "field_copies",
     "Buffer", "BufferView", "Launch", "Program", "ProgramError",
     "Scalar", "Value", "bool_",
-    "Shared", "ceil_div",
+    "Shared", "Tile", "ceil_div",
 ]

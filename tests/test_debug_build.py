@@ -42,7 +42,7 @@ def test_release_output_is_the_committed_code_and_debug_only_adds() -> None:
     assert "__device__ lg::Fault lg_fault;" in header and "lg_check(r, c)" in header
     assert "lg_fault" not in release["vsn/vsn.cuh"] and "lg_check" not in release["vsn/vsn.cuh"]
     kernel = debug["vsn/variable_selection_fwd.cu"]
-    assert ('const lg::views::vsn::Window_snap_view<const float, 4, lg::Packing::strided> x{ {lg_arg_x}, lg_dim_B, lg_dim_K, 0, '
+    assert ('const lg::views::vsn::Window_snap_view<const float, 16, lg::Packing::strided> x{ {lg_arg_x}, lg_dim_B, lg_dim_K, 0, '
             '"variable_selection_fwd.x (Window.snap)" };') in kernel
     module = debug["vsn/__init__.py"]
     assert "debug=True," in module and "cols=(0, 40)" in module and "This is the debug build" in module

@@ -11,6 +11,8 @@ from typing import Any
 
 import pytest
 
+from tests.fake_device import Recorded, fake_device
+
 import generated.vsn as vsn
 from layoutgen.runtime import launch
 from layoutgen.runtime.launch import KernelLauncher, KernelSpec, LaunchError, LayoutSpec, ParamSpec
@@ -58,7 +60,8 @@ def fwd(monkeypatch: pytest.MonkeyPatch) -> tuple[KernelLauncher, list[tuple[Any
         return real_bind(arrays, device)
 
     monkeypatch.setattr(k, "bind", counting_bind)
-    monkeypatch.setattr(k, "function", lambda device, arch: lambda *a: launched.append(a))
+    monkeypatch.setattr(k, "function", lambda device, arch: Recorded(lambda *a: launched.append(a)))
+    fake_device(monkeypatch)
     monkeypatch.setattr(launch, "find_device", lambda: 0)
     monkeypatch.setattr(launch, "device_arch", lambda device: "sm_90")
     monkeypatch.setitem(launch._FAST_READERS, Fast, _read)
@@ -133,7 +136,7 @@ def test_disjoint_fields_of_one_array_stay_accepted_on_the_hot_path(fwd) -> None
                                           ParamSpec("hi", "inout", row, "Row.hi", 4, cols=(4, 8))),
                       symbols=("N",), grid_param=0, per_row=1, block=64)
     k = KernelLauncher(spec, FWD.folder, "vsn.cuh")
-    k.function = lambda device, arch: lambda *a: launched.append(a)  # type: ignore[method-assign]
+    k.function = lambda device, arch: Recorded(lambda *a: launched.append(a))  # type: ignore[method-assign]
     for ptr in (BASE, BASE + 0x1000, BASE):
         k(Fast((5, 8), ptr), Fast((5, 8), ptr))
     with pytest.raises(LaunchError) as info:

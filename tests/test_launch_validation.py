@@ -16,6 +16,8 @@ from typing import Any
 import numpy as np
 import pytest
 
+from tests.fake_device import Recorded, fake_device
+
 import generated.vsn as vsn
 from layoutgen.runtime import launch
 from layoutgen.runtime.launch import KernelLauncher, KernelSpec, LaunchError, LayoutSpec, ParamSpec
@@ -438,11 +440,12 @@ def test_wrong_device() -> None:
     assert "is on device 0 but the launch is on device 1" in text
 
 
-@pytest.mark.parametrize("offset", [1, 2, 3, 6])
+@pytest.mark.parametrize("offset", [1, 2, 3, 4, 6, 8, 12])
 def test_misaligned_base_pointer(offset: int) -> None:
+    # the forward stages W through a shared tile in 16-byte groups: its launcher checks 16 bytes
     w = Dev((40, 40), ptr=BASE + 0x100000 + offset)
     text = refused("LG606", FWD, fwd_args(W=w), "W")
-    assert f"aligned to 4 bytes, got 0x{BASE + 0x100000 + offset:x}" in text and w.described() in text
+    assert f"aligned to 16 bytes, got 0x{BASE + 0x100000 + offset:x}" in text and w.described() in text
 
 
 def test_read_only_output_is_refused() -> None:
@@ -615,7 +618,8 @@ def no_gpu_launch(monkeypatch: pytest.MonkeyPatch) -> list[tuple[Any, ...]]:
     monkeypatch.setattr(launch, "device_arch", lambda device: "sm_90")
     # On the class: an instance attribute would outlive the test (monkeypatch restores the bound method
     # onto the instance), and on a GPU machine later tests would launch the real kernel on fake pointers.
-    monkeypatch.setattr(KernelLauncher, "function", lambda self, device, arch: kernel)
+    monkeypatch.setattr(KernelLauncher, "function", lambda self, device, arch: Recorded(kernel))
+    fake_device(monkeypatch)
     return launched
 
 

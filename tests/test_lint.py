@@ -637,3 +637,13 @@ def test_lg405_cannot_be_suppressed(tmp_path: Path) -> None:
     ok, found = checked(tmp_path, "    dst.at(row, 0) = x.at(row, 40);  // layoutgen: ignore[LG405]\n")
     # The comment's own LG404 waits for the rendered body, which the error stops before.
     assert not ok and [(code, n) for code, n, _ in found] == [("LG405", 1)]
+
+
+def test_the_kernels_shared_arrays_are_its_own_memory(tmp_path: Path) -> None:
+    """`w[i * F + j]` indexes a Shared array the prologue declares, not a view: no stride claim."""
+    from layoutgen import Shared
+
+    template = tmp_path / "t.cu.j2"
+    template.write_text("    w[row * F + 1] = x.at(row, 0);\n    tmp[row * 40] = 0.0f;\n")
+    k = Kernel("forms", str(template), [In("x", [B, K, F])], shared=[Shared("w", f32, [F, F]), Shared("tmp", f32, [F])])
+    assert lint_template(k.bind(x=Window.snap), template) == []

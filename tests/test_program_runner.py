@@ -12,6 +12,8 @@ from typing import Any
 import numpy as np
 import pytest
 
+from tests.fake_device import Recorded, fake_device
+
 import generated.vsn as vsn
 from layoutgen.runtime import program as runtime_program
 from layoutgen.runtime.launch import KernelLauncher, LaunchError
@@ -40,9 +42,11 @@ def launches(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, int, int, list[
     made: list[tuple[str, int, int, list[int]]] = []
 
     def function(self: KernelLauncher, device: int, arch: str) -> Any:
-        return lambda blocks, block, values, stream: made.append((self.spec.name, blocks, block, list(values)))
+        return Recorded(lambda blocks, block, values, stream: made.append((self.spec.name, blocks, block,
+                                                                          list(values))))
 
     monkeypatch.setattr(KernelLauncher, "function", function)
+    fake_device(monkeypatch)
     monkeypatch.setattr(runtime_program, "find_device", lambda: 0)
     monkeypatch.setattr(runtime_program, "device_arch", lambda device: "sm_90")
     return made

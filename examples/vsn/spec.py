@@ -7,8 +7,8 @@ here every kernel gets its strides from these declarations.
 """
 
 from layoutgen import (
-    Buffer, Field, Grid, Group, In, InOut, Kernel, Launch, Layout, Out, Program, Scalar, Spec, Value, dims, f32,
-    field_copies,
+    Buffer, Field, Grid, Group, In, InOut, Kernel, Launch, Layout, Out, Program, Scalar, Spec, Tile, Value, dims,
+    f32, field_copies,
 )
 
 B, K, F, C = dims("B K F C")
@@ -59,19 +59,24 @@ variable_selection_fwd = Kernel("variable_selection_fwd", "variable_selection_fw
     In("x", [B, K, F]),
     In("W", [F, F]),
     In("b", [F]),
-    Out("gates", [B, K, F]),
-    Out("y", [B, K, F]),
-], grid=Grid.rows("x"), doc="gates = softmax(W x + b); y = gates * x")
+    Out("gates", [B, K, F], vector=16),
+    Out("y", [B, K, F], vector=16),
+], grid=Grid.tiles("x", rows=128, block=128),
+   shared=[Tile("ws", "W", rows=40), Tile("bs", "b", rows=1), Tile("xs", "x")],
+   doc="gates = softmax(W x + b); y = gates * x; a block per tile of 128 rows, staged through shared memory")
 
 variable_selection_bwd = Kernel("variable_selection_bwd", "variable_selection_bwd.cu.j2", [
     In("x", [B, K, F]),
     In("W", [F, F]),
     In("gates", [B, K, F]),
     In("grad_y", [B, K, F]),
-    Out("grad_x", [B, K, F]),
+    Out("grad_x", [B, K, F], vector=16),
     InOut("grad_W", [F, F]),
     InOut("grad_b", [F]),
-], grid=Grid.rows("x"), doc="gradients of the VSN; grad_W and grad_b accumulate atomically")
+], grid=Grid.persistent("x", rows=128, block=128, blocks_per_sm=3),
+   shared=[Tile("wt", "W", rows=40), Tile("xs", "x"), Tile("gs", "gates"), Tile("ys", "grad_y")],
+   doc="gradients of the VSN: resident blocks loop over tiles of 128 rows and add their sums of grad_W and "
+       "grad_b once each")
 
 mse_grad = Kernel("mse_grad", "mse_grad.cu.j2", [
     In("y", [B, K, F]),

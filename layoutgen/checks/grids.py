@@ -14,7 +14,8 @@ import re
 
 from ..declare.grids import launch_dims
 from ..declare.kernels import Binding
-from ..declare.shared import SHARED_ALIGN
+from ..declare.shared import SHARED_ALIGN, Tile
+from ..declare.tiles import shared_arrays
 from ..declare.unify import Unified
 from ..schema.diagnostics import Diagnostic
 from ..schema.dims import Size, shape_text
@@ -40,7 +41,7 @@ def static_shared_bytes(binding: Binding, unified: Unified) -> int | None:
     number once the kernel's symbols are unified; None when one is bound at launch."""
     values = dict(unified.values)
     end = 0
-    for array in binding.kernel.shared:
+    for array in shared_arrays(binding):
         size = Size.product(launch_dims(array.shape, values), array.dtype.size)
         if not size.is_static:
             return None
@@ -48,9 +49,27 @@ def static_shared_bytes(binding: Binding, unified: Unified) -> int | None:
     return -(-end // SHARED_ALIGN) * SHARED_ALIGN
 
 
+def check_tiles(binding: Binding) -> list[Diagnostic]:
+    """LG219 for a shared tile of a field whose columns are counted in a symbol: its width is known at launch
+    only, and a tile's width is a compile-time number."""
+    out = []
+    for array in binding.kernel.shared:
+        if isinstance(array, Tile) and not (view := binding.view(array.param)).column_unit.is_static:
+            out.append(Diagnostic(
+                "LG219", f"shared tile `{array.name}` of `{binding.name}` holds rows of `{array.param}`, bound to "
+                f"{view.name}, whose columns count `{view.column_unit}` elements each: a tile's width must be a "
+                "number", array.site or binding.site,
+                hint="stage such rows in a Shared array sized by the symbol, or tile a field of static width"))
+    return out
+
+
 def check_shared_memory(binding: Binding, unified: Unified, arch: str) -> list[Diagnostic]:
-    """LG217 when the binding's static shared memory is more than a block may have on ``arch``."""
-    arrays = binding.kernel.shared
+    """LG217 when the binding's static shared memory is more than a block may have on ``arch``; LG219 for a
+    tile that cannot be laid out (:func:`check_tiles`)."""
+    tiles = check_tiles(binding)
+    if tiles:
+        return tiles
+    arrays = shared_arrays(binding)
     limit = arch_shared_limit(arch)
     total = static_shared_bytes(binding, unified) if arrays else None
     if limit is None or total is None or total <= limit:

@@ -52,12 +52,13 @@ class IndexLiteral:
     spelled: str = ""  # how the body wrote it where that was a name (`F`, `x.width`); empty for a literal
 
 
-def index_literals(lines: Iterable[str], views: Iterable[str],
-                   constants: Sequence[Constants] | None = None) -> list[list[IndexLiteral]]:
+def index_literals(lines: Iterable[str], views: Iterable[str], constants: Sequence[Constants] | None = None,
+                   own: Iterable[str] = ()) -> list[list[IndexLiteral]]:
     """For each line of a body (code only, as :func:`.cxx.scan` gives it), in order, its constants that
     take part in an index into one of ``views`` (the kernel's parameter names): literals, and the names
-    ``constants`` (one per line, :func:`.constants.line_constants`) give a value."""
-    reader = _Reader(frozenset(views))
+    ``constants`` (one per line, :func:`.constants.line_constants`) give a value. ``own`` names memory
+    of the kernel's that is no view (its shared arrays and tiles): indexing it is not looked at."""
+    reader = _Reader(frozenset(views), own)
     lines = list(lines)
     known = constants if constants is not None else [Constants()] * len(lines)
     return [reader.line(line, values) for line, values in zip(lines, known)]
@@ -210,9 +211,10 @@ def _index_terms(text: str, terms: list[tuple[str, list[Node]]], base: Base, pla
 class _Reader:
     """Reads the lines of one body in order, remembering the names it declares."""
 
-    def __init__(self, views: frozenset[str]) -> None:
+    def __init__(self, views: frozenset[str], own: Iterable[str] = ()) -> None:
         self._views = views
-        self._locals: dict[str, Base | None] = {}  # declared by the body: what it points into (None: nothing)
+        # declared by the body (or the prologue's shared memory): what it points into (None: nothing)
+        self._locals: dict[str, Base | None] = dict.fromkeys(own)
         self._text = ""
         self._values = Constants()
         self._found: list[IndexLiteral] = []

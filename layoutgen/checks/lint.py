@@ -195,7 +195,7 @@ def _check_lines(binding: Binding, template: Path, lines: Sequence[tuple[int, st
     names = [name for name, _ in binding.views]
     known = line_constants(codes, unify(binding).static, view_members(
         (p.name, v.width, v.row_stride, v.offset) for p, v in binding.pairs))
-    literals = index_literals(codes, names, known)
+    literals = index_literals(codes, names, known, own=[a.name for a in binding.kernel.shared])
     constants = constant_indices(codes, names, known)
     for (number, code), found, indices in zip(lines, literals, constants):
         for index in indices:

@@ -19,6 +19,8 @@ from dataclasses import dataclass
 from ..declare.grids import Grid, launch_dims
 from ..declare.kernels import Binding
 from ..declare.shared import SHARED_ALIGN, Shared
+from ..declare.tiles import TileLayout
+from ..declare.tiles import shared_arrays as laid_out
 from ..schema.dims import Dim, Size, shape_text
 from ..schema.names import CPP_DIM
 
@@ -51,9 +53,18 @@ class SharedModel:
     dtype: str
     shape: str  # [F, F], the kernel's spelling
     offset: str  # C++ for its first byte: a number, or lg::shared_start(...) of the array before it
+    tile: str = ""  # for a Tile: its lg::SharedTile type; empty for a plain array
+    tile_of: str = ""  # for a Tile: the parameter whose rows it holds
 
 
-def shared_models(shared: Sequence[Shared], values: Mapping[str, Dim]) -> tuple[SharedModel, ...]:
+def _tile_type(tile: TileLayout, block: int) -> str:
+    """``lg::SharedTile<float, 128, 40, 44, 16, 128>``: rows, width, pitch, copy width, threads."""
+    return (f"lg::SharedTile<{tile.dtype.c_type}, {tile.capacity}, {tile.width}, {tile.pitch}, {tile.vector_bytes}, "
+            f"{block}>")
+
+
+def shared_models(shared: Sequence[Shared | TileLayout], values: Mapping[str, Dim],
+                  block: int = 0) -> tuple[SharedModel, ...]:
     """The arrays at 16-byte boundaries, in declaration order; the runtime sizes the buffer by the same rule
     (:func:`layoutgen.runtime.plan.shared_bytes`)."""
     out = []
@@ -65,7 +76,9 @@ def shared_models(shared: Sequence[Shared], values: Mapping[str, Dim]) -> tuple[
             offset = str(start)
         else:
             offset = f"lg::shared_start({end_expr})"
-        out.append(SharedModel(array.name, array.dtype.c_type, str(array.dtype), shape_text(array.shape), offset))
+        tile = _tile_type(array, block) if isinstance(array, TileLayout) else ""
+        out.append(SharedModel(array.name, array.dtype.c_type, str(array.dtype), shape_text(array.shape), offset,
+                               tile, array.param if isinstance(array, TileLayout) else ""))
         size = Size.product(launch_dims(array.shape, values), array.dtype.size)
         if end_static is not None and size.is_static:
             end_static = start + size.coef
@@ -90,7 +103,7 @@ def grid_model(binding: Binding, values: Mapping[str, Dim]) -> GridModel:
     """The grid and shared-memory parts of one binding's kernel; ``values`` are its unified symbols."""
     kernel = binding.kernel
     grid: Grid = kernel.grid
-    shared = shared_models(kernel.shared, values)
+    shared = shared_models(laid_out(binding), values, grid.block)
     helpers = [FILE_HELPERS[g] for g in ("persistent",) if grid.per == g]
     prologue = [GRID_SKELETONS[grid.per]]
     if shared:
@@ -139,4 +152,4 @@ def block_rule(binding: Binding, values: Mapping[str, Dim]) -> BlockRuleModel | 
 
 def shared_arrays(binding: Binding, values: Mapping[str, Dim]) -> tuple[SharedArrayModel, ...]:
     """The binding's shared arrays as the launcher sizes its buffer."""
-    return tuple(SharedArrayModel(a.name, a.dtype.size, runtime_dims(a.shape, values)) for a in binding.kernel.shared)
+    return tuple(SharedArrayModel(a.name, a.dtype.size, runtime_dims(a.shape, values)) for a in laid_out(binding))

@@ -17,6 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..declare.kernels import Binding, Param
+from ..declare.tiles import tile_vector_bytes, tiled_params
 from ..declare.unify import unify
 from .grids import GRID_SKELETONS, SharedModel, grid_model
 from ..schema import View
@@ -209,7 +210,8 @@ def param_vector_bytes(binding: Binding, param: Param, view: View) -> int:
     with ``Grid.vectors``, else one element. The generated view takes it as ``VectorBytes``, so a
     body's ``x.vec<N>()`` wider than what the launcher checks does not compile.
     """
-    return max(param.vector or 0, grid_shape(binding)[0], view.dtype.size)
+    tiled = tile_vector_bytes(view) if param.name in tiled_params(binding) else 0  # a tile's copies
+    return max(param.vector or 0, grid_shape(binding)[0], view.dtype.size, tiled)
 
 
 def per_row_symbols(binding: Binding) -> tuple[str, ...]:
@@ -284,6 +286,9 @@ class KernelModel:
     index_type: str
     scalars: tuple[ScalarModel, ...] = ()  # the parameters passed by value, after the pointers
     grid_capacity: int = 1  # rows of a tile (Grid.tiles, Grid.persistent) or of a warp (Grid.warps)
+    # Grid.persistent's blocks_per_sm, where declared: the kernel's __launch_bounds__ asks the compiler to
+    # fit that many blocks on an SM (registers), as many as the launch starts; 0: no such bound
+    min_blocks: int = 0
     prologue: tuple[str, ...] = (GRID_SKELETONS["row"],)  # the skeletons of the prologue (codegen/grids.py)
     helpers: tuple[str, ...] = ()  # file-scope skeletons the prologue needs
     shared: tuple[SharedModel, ...] = ()  # the arrays of the dynamic shared memory
@@ -347,6 +352,7 @@ def kernel_model(binding: Binding, views: dict[str, ViewModel], template: str, s
         per_row=per_row,
         index_type="long long" if wide else "int",
         grid_capacity=cooperative.capacity,
+        min_blocks=grid.blocks_per_sm or 0 if grid.per == "persistent" else 0,
         prologue=cooperative.prologue,
         helpers=cooperative.helpers,
         shared=cooperative.shared,

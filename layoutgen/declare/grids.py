@@ -161,7 +161,8 @@ class Grid:
 
         Each block loops over its tiles (``for (const lg::Tile t : tiles)``, ``t.row``, ``t.rows``);
         every thread runs the whole body, so barriers are safe. The blocks are the occupancy of the
-        compiled kernel times the SMs (``blocks_per_sm`` times the SMs where given).
+        compiled kernel times the SMs (``blocks_per_sm`` times the SMs where given: the kernel's
+        ``__launch_bounds__`` then asks the compiler to fit that many blocks an SM, registers included).
         """
         return Grid(param, "persistent", block, rows, blocks_per_sm=blocks_per_sm)
 

@@ -26,6 +26,7 @@ from .errors import kernel_error as _kernel_error
 from .grids import Grid as Grid  # re-exported beside Kernel
 from .grids import check_grid, check_grid_names
 from .shared import Shared as Shared
+from .shared import Tile as Tile
 from .shared import check_shared
 
 Access = Literal["in", "out", "inout"]
@@ -218,10 +219,10 @@ class Kernel:
     template_root: Path  # the folder the template path is relative to
     scalars: tuple[Scalar, ...]  # the parameters passed by value, in declaration order
     signature: tuple[Param | Scalar, ...]  # every parameter, in declaration order: the launcher's arguments
-    shared: tuple[Shared, ...]  # the arrays of its dynamic shared memory, in declaration order
+    shared: tuple[Shared | Tile, ...]  # the arrays and tiles of its dynamic shared memory, in declaration order
 
     def __init__(self, name: str, template: str, params: Sequence[Param | Scalar], *, grid: Grid | None = None,
-                 shared: Sequence[Shared] = (), doc: str = "",
+                 shared: Sequence[Shared | Tile] = (), doc: str = "",
                  template_root: str | os.PathLike[str] | None = None) -> None:
         site = caller_site()
         check_kernel_name(name, "a kernel name", site)
@@ -261,7 +262,9 @@ class Kernel:
         check_grid_names(name, grid, named, symbols, THREAD_INDEX)  # `lane` of Grid.warps, ...
         taken = {**{n: f"the grid's `{n}` ({', '.join(grid.names)})" for n in grid.names},
                  **{s: f"shape symbol `{s}`" for s in symbols}, **{n: f"parameter `{n}`" for n, _ in named}}
-        arrays_shared = check_shared(name, shared, taken, tuple(symbols), site)  # LG219
+        tile_rows = grid.capacity if grid.per in ("tile", "persistent") else None
+        arrays_shared = check_shared(name, shared, taken, tuple(symbols), site,  # LG219
+                                     [p.name for p in arrays], tile_rows)
         if not isinstance(doc, str):
             raise _kernel_error("LG208", f"the doc of kernel `{name}` must be a string, got {doc!r}", site)
         here = Path(site.path).resolve().parent if site else Path.cwd()

@@ -59,18 +59,56 @@ class Shared:
         return tuple(dict.fromkeys(str(d.name) for d in self.shape if d.size is None))
 
 
+@dataclass(frozen=True)
+class Tile:
+    """A tile of a parameter's rows in a kernel's dynamic shared memory, laid out by layoutgen.
+
+    ``Tile("xs", "x")`` gives the body ``xs``, an ``lg::SharedTile`` of ``rows`` rows of ``x``'s field
+    (the grid's tile rows where not given): the element type and width are the field's; the pitch
+    and the width of the copies' accesses are layoutgen's choice (:mod:`layoutgen.declare.tiles`).
+    ``xs.load(x, first, count)`` and ``xs.store(y, first, count)`` copy rows through the views.
+    """
+
+    name: str
+    param: str
+    rows: int | None = None
+    site: Site | None = field(default=None, compare=False, repr=False)
+
+    def __init__(self, name: str, param: str, rows: int | None = None) -> None:
+        site = caller_site()
+        problem = name_problem(name)
+        if problem:
+            raise kernel_error("LG219", f"a shared tile's name {problem[1]}", site)
+        if not isinstance(param, str):
+            raise kernel_error("LG219", f"shared tile `{name}` must name a parameter of its kernel, got {param!r}", site)
+        if rows is not None and (isinstance(rows, bool) or not isinstance(rows, int) or not 0 < rows < 2**31):
+            raise kernel_error("LG219", f"`rows` of shared tile `{name}` must be a positive integer, got {rows!r}", site,
+                               hint="leave it out to hold the rows of the grid's tile")
+        for attr, value in (("name", name), ("param", param), ("rows", rows), ("site", site)):
+            object.__setattr__(self, attr, value)
+
+    def __repr__(self) -> str:
+        return f"Tile({self.name!r}, {self.param!r}" + ("" if self.rows is None else f", rows={self.rows}") + ")"
+
+    @property
+    def symbols(self) -> tuple[str, ...]:
+        return ()
+
+
 def check_shared(kernel: str, shared: object, taken: Mapping[str, str], symbols: Sequence[str],
-                 site: Site | None) -> tuple[Shared, ...]:
-    """The shared arrays of ``kernel``, checked (LG219): a list of ``Shared``, names used once and by
-    nothing else of the body (``taken``: name -> what it is there), dims among the kernel's ``symbols``."""
+                 site: Site | None, params: Sequence[str] = (), tile_rows: int | None = None,
+                 ) -> tuple[Shared | Tile, ...]:
+    """The shared arrays of ``kernel``, checked (LG219): a list of ``Shared`` and ``Tile``, names used once
+    and by nothing else of the body (``taken``: name -> what it is there), dims among the kernel's
+    ``symbols``, tiles of one of its array ``params`` with rows given or a grid of tiles (``tile_rows``)."""
     if isinstance(shared, (str, bytes)) or not isinstance(shared, Sequence):
         raise kernel_error("LG219", f"the shared memory of `{kernel}` must be a list of Shared(...), got {shared!r}",
                            site)
-    seen: dict[str, Shared] = {}
+    seen: dict[str, Shared | Tile] = {}
     for array in shared:
-        if not isinstance(array, Shared):
-            raise kernel_error("LG219", f"the shared memory of `{kernel}` must be a list of Shared(...), got "
-                               f"{array!r}", site)
+        if not isinstance(array, (Shared, Tile)):
+            raise kernel_error("LG219", f"the shared memory of `{kernel}` must be a list of Shared(...) and "
+                               f"Tile(...), got {array!r}", site)
         if array.name in seen:
             raise kernel_error("LG219", f"kernel `{kernel}` declares shared array `{array.name}` twice", array.site)
         if array.name in taken:
@@ -78,6 +116,18 @@ def check_shared(kernel: str, shared: object, taken: Mapping[str, str], symbols:
                 "LG219", f"shared array `{array.name}` of `{kernel}` clashes with {taken[array.name]}", array.site,
                 hint="rename the array: the body sees parameters, symbols, the grid's names and shared arrays by name",
             )
+        if isinstance(array, Tile):
+            if array.param not in params:
+                raise kernel_error(
+                    "LG219", f"shared tile `{array.name}` of `{kernel}` holds rows of `{array.param}`, which is no "
+                    f"array parameter of it ({', '.join(params) or 'none'})", array.site)
+            if array.rows is None and tile_rows is None:
+                raise kernel_error(
+                    "LG219", f"shared tile `{array.name}` of `{kernel}` needs `rows`: its grid has no tile of rows",
+                    array.site, hint=f"Tile({array.name!r}, {array.param!r}, rows=128), or a grid of tiles "
+                    "(Grid.tiles, Grid.persistent)")
+            seen[array.name] = array
+            continue
         unknown = [s for s in array.symbols if s not in symbols]
         if unknown:
             raise kernel_error(

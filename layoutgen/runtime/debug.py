@@ -68,6 +68,14 @@ def check_fault(spec: KernelSpec, module: Any, stream: Any) -> None:
     if not hit:
         return
     record.fill(0)
+    if param < 0:  # a shared tile's access (lg::SharedTile): -1 - its index among the kernel's shared arrays
+        tile = spec.shared[-1 - param].name
+        raise KernelFault(Diagnostic(
+            "LG611", f"`{spec.name}` indexed shared tile `{tile}` at row {row}, column {col}, outside the tile "
+            f"({rows} rows, {width} columns); the thread stopped before the access",
+            hint="index a tile with rows below its capacity and columns below its width, and copy at most its "
+            "capacity of rows in or out",
+        ))
     p = spec.params[param]
     if width < 0:  # one index of an accessor out of its extent (see lg_index in the debug header)
         raise KernelFault(Diagnostic(

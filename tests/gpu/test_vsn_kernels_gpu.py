@@ -90,6 +90,37 @@ def test_variable_selection_bwd_accumulates(vsn, rng) -> None:  # type: ignore[n
     assert ref.relative_error(grad_b.get() - grad_b0, want_b) < 1e-4
 
 
+# The tiled kernels own 128 rows a block: a last tile of 1 row, of 127 (R - 1), and a grid of one
+# tile, with [B, K] such that B * K is 129, 255 and 100; and many tiles per resident block (bwd).
+TILE_SHAPES = [(1, 129), (3, 85), (4, 25), (64, 515)]
+
+
+@pytest.mark.parametrize(("b_", "k_"), TILE_SHAPES)
+def test_tiled_forward_covers_every_tail(vsn, rng, b_: int, k_: int) -> None:  # type: ignore[no-untyped-def]
+    window = rng.normal(size=(b_, k_, 56))
+    window[..., ref.CONTEXT] *= 50.0
+    w, b = rng.normal(size=(40, 40)) * 0.3, rng.normal(size=40)
+    gates, y = _poisoned(b_, k_, 40), _poisoned(b_, k_, 40)
+    vsn.variable_selection_fwd(_device(window), _device(w), _device(b), gates, y)
+    want_gates, want_y = ref.vsn_forward(window[..., ref.SNAP], w, b)
+    assert ref.relative_error(gates.get(), want_gates) < TOL
+    assert ref.relative_error(y.get(), want_y) < TOL
+
+
+@pytest.mark.parametrize(("b_", "k_"), TILE_SHAPES)
+def test_persistent_backward_covers_every_tail(vsn, rng, b_: int, k_: int) -> None:  # type: ignore[no-untyped-def]
+    window = rng.normal(size=(b_, k_, 56))
+    w, b = rng.normal(size=(40, 40)) * 0.3, rng.normal(size=40)
+    gates, _ = ref.vsn_forward(window[..., ref.SNAP], w, b)
+    grad_y = rng.normal(size=(b_, k_, 40))
+    grad_x, grad_w, grad_b = _poisoned(b_, k_, 40), _device(np.zeros((40, 40))), _device(np.zeros(40))
+    vsn.variable_selection_bwd(_device(window), _device(w), _device(gates), _device(grad_y), grad_x, grad_w, grad_b)
+    want_x, want_w, want_b = ref.vsn_backward(window[..., ref.SNAP], w, gates, grad_y)
+    assert ref.relative_error(grad_x.get(), want_x) < TOL
+    assert ref.relative_error(grad_w.get(), want_w) < 1e-4
+    assert ref.relative_error(grad_b.get(), want_b) < 1e-4
+
+
 def test_launch_on_a_given_stream(vsn, rng) -> None:  # type: ignore[no-untyped-def]
     import cupy
 

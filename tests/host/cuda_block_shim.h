@@ -1,0 +1,56 @@
+// Host emulation of a CUDA block, for CPU tests of cooperative kernels: every thread of a block is a
+// host thread (threadIdx is thread_local), __syncthreads() is a barrier across them, shared memory is
+// one buffer the block's threads share (blocks run one after another), and atomicAdd on float is a
+// compare-and-swap loop. Only what the generated kernels and their views use is here; cp.async and
+// the debug build's device code stay behind `__CUDA_ARCH__`, which the host does not define.
+#pragma once
+#include <barrier>
+#include <cmath>
+#include <cstring>
+#include <thread>
+#include <vector>
+#define __global__
+#define __device__
+#define __forceinline__ inline
+#define __noinline__
+#define __launch_bounds__(...)
+#define __restrict__
+#define __shared__
+#define __align__(n) __attribute__((aligned(n)))
+struct lg_dim3 { unsigned x = 0, y = 0, z = 0; };
+static lg_dim3 blockIdx, blockDim, gridDim;
+static thread_local lg_dim3 threadIdx;
+static std::barrier<>* lg_host_barrier = nullptr;
+// The dynamic shared memory of the block running (`extern __shared__ unsigned char lg_shared[]`).
+alignas(16) unsigned char lg_shared[256 * 1024];
+
+inline void __syncthreads() { lg_host_barrier->arrive_and_wait(); }
+inline float __int_as_float(int i) { float f; std::memcpy(&f, &i, sizeof f); return f; }
+inline float atomicAdd(float* address, float value) {
+    unsigned* word = reinterpret_cast<unsigned*>(address);
+    unsigned seen = __atomic_load_n(word, __ATOMIC_RELAXED);
+    for (;;) {
+        float old;
+        std::memcpy(&old, &seen, sizeof old);
+        const float sum = old + value;
+        unsigned want;
+        std::memcpy(&want, &sum, sizeof want);
+        if (__atomic_compare_exchange_n(word, &seen, want, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) return old;
+    }
+}
+
+// Runs `kernel()` as `grid` blocks of `block` threads, the blocks one after another.
+template <typename Kernel>
+void lg_host_run(unsigned grid, unsigned block, Kernel kernel) {
+    gridDim.x = grid;
+    blockDim.x = block;
+    for (unsigned b = 0; b < grid; ++b) {
+        blockIdx.x = b;
+        std::barrier<> barrier(block);
+        lg_host_barrier = &barrier;
+        std::vector<std::thread> threads;
+        for (unsigned t = 0; t < block; ++t)
+            threads.emplace_back([t, &kernel] { threadIdx.x = t; kernel(); });
+        for (std::thread& thread : threads) thread.join();
+    }
+}
