@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from layoutgen import Field, Layout, Site, dims, f32
 from layoutgen.schema.diagnostics import Diagnostic
 from layoutgen.checks.lint import lint_template
-from layoutgen.declare.kernels import In, Kernel, Out
+from layoutgen.declare.kernels import Grid, In, Kernel, Out
 from layoutgen.declare.unify import unify
 
 HERE = Path(__file__).resolve().parent
@@ -646,4 +646,27 @@ def test_the_kernels_shared_arrays_are_its_own_memory(tmp_path: Path) -> None:
     template = tmp_path / "t.cu.j2"
     template.write_text("    w[row * F + 1] = x.at(row, 0);\n    tmp[row * 40] = 0.0f;\n")
     k = Kernel("forms", str(template), [In("x", [B, K, F])], shared=[Shared("w", f32, [F, F]), Shared("tmp", f32, [F])])
+    assert lint_template(k.bind(x=Window.snap), template) == []
+
+
+@pytest.mark.parametrize(("grid", "said"), [
+    (lambda: Grid.rows("x"), "Grid.rows returns the threads past the last row"),
+    (lambda: Grid.elements("x"), "Grid.elements returns the threads past the last element"),
+    (lambda: Grid.warps("x", rows_per_warp=2, block=64), "Grid.warps returns each warp with no rows"),
+])
+def test_a_barrier_in_a_grid_that_returns_threads_is_lg406(tmp_path: Path, grid: Any, said: str) -> None:
+    template = tmp_path / "t.cu.j2"
+    template.write_text("    __syncthreads();\n    __syncwarp();\n    // __syncthreads() in a comment\n")
+    k = Kernel("forms", str(template), [In("x", [B, K, F])], grid=grid())
+    (diag,) = lint_template(k.bind(x=Window.snap), template)
+    assert (diag.code, diag.severity.value, diag.site) == ("LG406", "warning", Site(str(template), 1))
+    assert diag.message == (f"`__syncthreads()` in kernel `forms`, whose {said} before the body: the barrier is "
+                            "not reached by every thread of the block")
+
+
+@pytest.mark.parametrize("grid", [lambda: Grid.tiles("x", rows=64), lambda: Grid.persistent("x", rows=64)])
+def test_a_barrier_in_a_grid_that_keeps_every_thread_is_fine(tmp_path: Path, grid: Any) -> None:
+    template = tmp_path / "t.cu.j2"
+    template.write_text("    __syncthreads();\n")
+    k = Kernel("forms", str(template), [In("x", [B, K, F])], grid=grid())
     assert lint_template(k.bind(x=Window.snap), template) == []

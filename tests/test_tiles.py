@@ -75,6 +75,13 @@ def test_the_debug_build_names_each_tile() -> None:
             '"shift_tile.xs (a tile of x)" };') in debug
 
 
+def test_async_tile_copies_are_cp_async_on_sm_90() -> None:
+    """The offline compile below is for sm_90, where load_async() is cp.async: its PTX must assemble."""
+    files = _rendered()
+    assert "xs.load_async(x, tile_row, tile_rows);" in files["tiles/scale_snap_async.cu"]
+    assert "cp.async.cg.shared.global [%0], [%1], 16;" in files["tiles/tiles.cuh"]
+
+
 def test_tiles_compile_offline_in_both_builds() -> None:
     loaded = load_spec(REPO / SPEC)
     assert loaded.spec is not None
@@ -139,6 +146,10 @@ def host_tiles(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         "scale_snap": cooperative(tmp, tmp / "scale_snap.cu", "scale_snap",
                                   "const float* x, float* y, long long B, long long K"),
         "scale_odd": cooperative(tmp, tmp / "scale_odd.cu", "scale_odd", "const float* x, float* y, long long B"),
+        "scale_snap_async": cooperative(tmp, tmp / "scale_snap_async.cu", "scale_snap_async",
+                                        "const float* x, float* y, long long B, long long K"),
+        "scale_odd_async": cooperative(tmp, tmp / "scale_odd_async.cu", "scale_odd_async",
+                                       "const float* x, float* y, long long B"),
     }
 
 
@@ -151,13 +162,14 @@ def test_tile_copies_of_aligned_and_unaligned_fields_round_trip_on_the_host(host
 
     rng = np.random.default_rng()
     blocks = ctypes.c_int(-(-rows // 64))
-    window = rng.normal(size=(rows, 1, 56)).astype(np.float32)
-    y = np.full((rows, 1, 40), np.nan, np.float32)
-    host_tiles["scale_snap"](ctypes.c_void_p(window.ctypes.data), ctypes.c_void_p(y.ctypes.data),
-                             ctypes.c_longlong(rows), ctypes.c_longlong(1), blocks, ctypes.c_int(64))
-    assert np.array_equal(y, 2 * window[..., :40])
-    odd = rng.normal(size=(rows, 7)).astype(np.float32)
-    out = np.full((rows, 3), np.nan, np.float32)
-    host_tiles["scale_odd"](ctypes.c_void_p(odd.ctypes.data), ctypes.c_void_p(out.ctypes.data),
-                            ctypes.c_longlong(rows), blocks, ctypes.c_int(64))
-    assert np.array_equal(out, 2 * odd[:, 1:4])
+    for suffix in ("", "_async"):  # on the host, load_async() is load(): the same rows land
+        window = rng.normal(size=(rows, 1, 56)).astype(np.float32)
+        y = np.full((rows, 1, 40), np.nan, np.float32)
+        host_tiles["scale_snap" + suffix](ctypes.c_void_p(window.ctypes.data), ctypes.c_void_p(y.ctypes.data),
+                                          ctypes.c_longlong(rows), ctypes.c_longlong(1), blocks, ctypes.c_int(64))
+        assert np.array_equal(y, 2 * window[..., :40])
+        odd = rng.normal(size=(rows, 7)).astype(np.float32)
+        out = np.full((rows, 3), np.nan, np.float32)
+        host_tiles["scale_odd" + suffix](ctypes.c_void_p(odd.ctypes.data), ctypes.c_void_p(out.ctypes.data),
+                                         ctypes.c_longlong(rows), blocks, ctypes.c_int(64))
+        assert np.array_equal(out, 2 * odd[:, 1:4])

@@ -7,7 +7,7 @@ assumption) and bound to `Window.snap`, the binding fails with LG201 naming
 stride 56 against 40, before anything is generated or run.
 """
 
-from layoutgen import Grid, In, Kernel, Out, Spec, dims
+from layoutgen import Grid, In, Kernel, Out, Spec, Tile, dims
 
 from spec import Bias, Features, Weights, Window  # noqa: E402  (the example's own layouts)
 
@@ -17,9 +17,10 @@ variable_selection_fwd = Kernel("variable_selection_fwd", "variable_selection_fw
     In("x", [B, K, F], contiguous=True),  # the kernel assumed packed 40-wide rows
     In("W", [F, F]),
     In("b", [F]),
-    Out("gates", [B, K, F]),
-    Out("y", [B, K, F]),
-], grid=Grid.rows("x"))
+    Out("gates", [B, K, F], vector=16),
+    Out("y", [B, K, F], vector=16),
+], grid=Grid.tiles("x", rows=128, block=128),
+   shared=[Tile("ws", "W", rows=40), Tile("bs", "b", rows=1), Tile("xs", "x")])
 
 spec = Spec("vsn_seed_bug", kernels=[
     variable_selection_fwd.bind(x=Window.snap, W=Weights, b=Bias, gates=Features, y=Features),

@@ -11,7 +11,7 @@ is negative or at or past its width (:mod:`.columns`) is LG405. All are looked
 for twice: in the template's own text (:func:`lint_template`) and in the body as
 rendered into the generated kernel (:func:`lint_rendered`), which also sees what
 ``{{ }}`` expressions produced; either way at the template's line, each cause
-once per line.
+once per line. A block-wide barrier in a grid that returns threads before the body is LG406.
 """
 
 from __future__ import annotations
@@ -34,6 +34,13 @@ from .indexing import ALONE, FACTOR, POINTER, ROW_ARGUMENT, SUBSCRIPT, TERM, Ind
 _DIRECTIVE = re.compile(r"\s*#\s*(pragma|include|line|error|warning)\b")
 # A name reserved for generated code: the raw pointers and launch values behind the views.
 _RESERVED = re.compile(r"(?<![\w])lg_\w+")
+# A block-wide barrier, and the grids that return threads before the body runs (what each returns).
+_BARRIER = re.compile(r"(?<![\w.:>])__syncthreads\s*\(")
+_RETURNS_EARLY = {
+    "row": "Grid.rows returns the threads past the last row", "element": "Grid.elements returns the threads "
+    "past the last element", "vector": "Grid.vectors returns the threads past the last vector",
+    "warp": "Grid.warps returns each warp with no rows",
+}
 # `#line 3 "examples/vsn/k.cu.j2"` in a generated kernel.
 _LINE = re.compile(r'\s*#\s*line\s+(\d+)\s+"([^"]*)"')
 
@@ -206,6 +213,14 @@ def _check_lines(binding: Binding, template: Path, lines: Sequence[tuple[int, st
             diag = _literal_stride(binding, template, number, literal)
             if diag is not None:
                 out.setdefault((number, diag.message), diag)
+        if _BARRIER.search(code) and (early := _RETURNS_EARLY.get(binding.kernel.grid.per)):
+            diag = Diagnostic(
+                "LG406", f"`__syncthreads()` in kernel `{binding.name}`, whose {early} before the body: the barrier "
+                "is not reached by every thread of the block", Site(str(template), number),
+                hint="use Grid.tiles or Grid.persistent, where every thread runs the whole body; within a warp "
+                "of Grid.warps, __syncwarp()",
+            )
+            out.setdefault((number, diag.message), diag)
         for m in _RESERVED.finditer(code):
             diag = Diagnostic(
                 "LG403", f"`{m.group(0)}` in the body of kernel `{binding.name}` is {_reserved(binding, m.group(0))}",

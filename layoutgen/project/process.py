@@ -71,7 +71,10 @@ def process_spec(config: Config, spec_file: Path) -> SpecResult:
         kernel = rendered.files.get(f"{spec.name}/{binding.name}.cu")
         if kernel is not None:
             again.extend(lint_rendered(binding, template, relative(template, root), kernel))
-    kept, used_again = comments.apply(each_once(again))  # what the text showed is suppressed again
+    # What the text showed is suppressed again, and reported once: a warning does not stop the spec there.
+    kept, used_again = comments.apply(each_once(again))
+    first = set(linted)
+    kept = [d for d in kept if d not in first]
     diags.extend(reported([*kept, *comments.unused(used | used_again)]))
     if _failed(diags):
         return SpecResult(rel, spec, {}, tuple(diags), None)

@@ -94,6 +94,7 @@ CODES: dict[str, Code] = _registry(
     Code("LG403", "raw-name", _E, "a kernel template uses an `lg_` name: a raw pointer or launch value behind a view"),
     Code("LG404", "unused-suppression", _W, "a `// layoutgen: ignore` comment in a template suppresses nothing"),
     Code("LG405", "column-out-of-range", _E, "a constant index of a field's own axis in a kernel template is negative or past its width"),
+    Code("LG406", "barrier-after-return", _W, "a kernel template calls __syncthreads() in a grid that returns threads before the body"),
     # LG5xx: compile and drift.
     Code("LG501", "compile-error", _E, "NVRTC rejected a generated kernel"),
     Code("LG502", "stale-generated", _E, "committed generated code differs from what the spec generates"),
