@@ -173,7 +173,7 @@ def measure(runner: Callable[..., tuple[float, str]], repeat: int) -> dict[str, 
             times["check"].append(t)
             before = mtimes(root / "generated")
             t, out = runner(root, "generate")
-            assert out.endswith("0 file(s) changed in 1 spec(s).\n"), out
+            assert out.endswith("No files changed in 1 spec.\n"), out
             assert mtimes(root / "generated") == before, "regenerating unchanged input touched a file"
             times["generate again"].append(t)
     return {step: statistics.median(ts) for step, ts in times.items()}

@@ -3,6 +3,7 @@
 The public API is re-exported here; see ``docs/api.md``.
 """
 
+from .declare.autograd import Autograd
 from .declare.copies import field_copies
 from .declare.grids import ceil_div
 from .declare.kernels import Binding, Grid, In, InOut, Kernel, KernelError, Out, Param, Scalar
@@ -51,4 +52,5 @@ __all__ = [
     "Buffer", "BufferView", "Launch", "Program", "ProgramError",
     "Scalar", "Value", "bool_",
     "Shared", "Tile", "ceil_div",
+    "Autograd",
 ]

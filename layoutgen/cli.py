@@ -2,27 +2,37 @@
 
 Exit codes: 0 clean (warnings allowed, unless they count as errors), 1 when a check failed or generated
 code would change, 2 on a usage or internal error (a bug in layoutgen: the
-traceback is printed, with a request to report it), 130 when interrupted.
+traceback is printed, with a request to report it), 130 when interrupted, 141 when the reader of stdout
+went away (`layoutgen show ... | head -1`), quietly, as a tool that SIGPIPE stops.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import traceback
 from collections.abc import Callable, Sequence
+from contextvars import ContextVar
 from pathlib import Path
 
+from .project.colors import COLOR_CHOICES, use_color
 from .project.config import Config, ConfigError, load_config
 from .project.files import hand_edited, outside_project, unified_diff
 from .project.outlock import output_lock
+from .project.aot import build_specs, no_build_archs, stale_prebuilt
 from .project.process import SpecResult, drift_diagnostics, no_specs, process_specs
-from .project.report import FORMATS, counts, render, summary_line
+from .project.report import FORMATS, changed_line, counts, render, summary_line, up_to_date_line, would_change_line
+from .project.specfind import spec_modules
 from .project.writing import apply
 from .schema.diagnostics import Diagnostic, LayoutgenError
 from .version import __version__
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERNAL, EXIT_INTERRUPTED = 0, 1, 2, 2, 130
+EXIT_CLOSED_PIPE = 141  # 128 + SIGPIPE: what a shell reports for a tool whose reader went away
+
+#: ``--color`` of the command running; read where diagnostics are rendered (see project/colors.py).
+_COLOR: ContextVar[str] = ContextVar("color", default="auto")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -34,8 +44,15 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"layoutgen {__version__}")
     verbs = parser.add_subparsers(dest="verb", metavar="COMMAND", required=True)
 
+    def color(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--color", choices=COLOR_CHOICES, default="auto",
+                       help="colour diagnostics: auto (on a terminal, unless NO_COLOR is set; FORCE_COLOR turns it "
+                       "on), always or never (default: auto)")
+
     def common(p: argparse.ArgumentParser) -> None:
-        p.add_argument("specs", nargs="*", metavar="SPEC", help="spec modules (default: `specs` in pyproject.toml)")
+        p.add_argument("specs", nargs="*", metavar="SPEC",
+                       help="spec modules, or folders of them (default: `specs` in pyproject.toml)")
+        color(p)
         p.add_argument("--out", metavar="DIR", help="output folder (default: `out`, \"generated\")")
         p.add_argument("--quiet", "-q", action="store_true", help="print diagnostics and the summary only")
         p.add_argument("--debug", action="store_true",
@@ -67,6 +84,14 @@ def _parser() -> argparse.ArgumentParser:
     chk.add_argument("--report", action="store_true", help="with --compile: report registers and spills")
     chk.add_argument("--format", choices=FORMATS, default="text", help="diagnostic format (default: text)")
 
+    bld = verbs.add_parser("build", help="compile every kernel ahead of time into the generated packages",
+                           description="Compile every kernel of every spec with NVRTC for each architecture into "
+                           "OUT/<spec name>/cubins/, with a manifest; launchers load the cubin for their device "
+                           "instead of compiling at first launch. The generated files must be current.")
+    common(bld)
+    bld.add_argument("--arch", dest="build_archs", metavar="ARCHS", type=_code_list,
+                     help="architectures, comma-separated: sm_80,sm_89,sm_90,sm_100 (default: `build_archs`)")
+
     show = verbs.add_parser("show", help="print or draw layouts and kernel bindings",
                             description="Print the layout tables of a spec and every kernel binding with its "
                             "resolved strides. SPEC:NAME shows one layout or kernel binding. --svg and --png "
@@ -75,6 +100,19 @@ def _parser() -> argparse.ArgumentParser:
     show.add_argument("--svg", metavar="FILE", help="write the diagram as SVG to FILE")
     show.add_argument("--png", metavar="FILE",
                       help="write the diagram as PNG to FILE (needs cairosvg or rsvg-convert)")
+    show.add_argument("--format", choices=("text", "json"), default="text",
+                      help="text, or json: one document of the layouts, views, bindings and programs, its schema "
+                      "in docs/show-json.md (default: text)")
+    color(show)
+    explain = verbs.add_parser("explain", help="print a diagnostic code's documentation",
+                               description="Print the documentation of CODE (LG201, or its name, not-contiguous): "
+                               "its section of docs/diagnostics.md. Without CODE, list every code.")
+    explain.add_argument("code", nargs="?", metavar="CODE")
+    init = verbs.add_parser("init", help="start a small working project",
+                            description="Write a spec module with one layout and one kernel, its template, the "
+                            "[tool.layoutgen] table of pyproject.toml and a pytest test into FOLDER (default: the "
+                            "working directory), then generate its files. Writes over no file.")
+    init.add_argument("folder", nargs="?", default=".", metavar="FOLDER")
     return parser
 
 
@@ -87,22 +125,23 @@ def _config(args: argparse.Namespace) -> Config:
     overrides: dict[str, object] = {"out": getattr(args, "out", None), "arch": getattr(args, "arch", None),
                                     "debug": True if getattr(args, "debug", False) else None,
                                     "select": getattr(args, "select", None), "ignore": getattr(args, "ignore", None),
-                                    "warnings_as_errors": getattr(args, "warnings_as_errors", None)}
+                                    "warnings_as_errors": getattr(args, "warnings_as_errors", None),
+                                    "build_archs": getattr(args, "build_archs", None)}
     if getattr(args, "specs", None):
         overrides["specs"] = tuple(args.specs)
     return load_config(Path.cwd(), overrides)
 
 
 def _spec_files(config: Config, args: argparse.Namespace) -> list[Path]:
-    if args.specs:
-        return [Path(s).resolve() for s in args.specs]
+    if args.specs:  # a folder stands for the spec modules under it
+        return spec_modules(args.specs, load_config(config.root))
     return list(config.spec_paths)
 
 
 def _finish(config: Config, diags: list[Diagnostic], n_specs: int, fmt: str) -> int:
     diags = config.selection.apply(diags)  # every diagnostic of the run, whichever step found it
     errors, warnings = counts(diags)
-    text = render(diags, fmt, color=fmt == "text" and sys.stdout.isatty())
+    text = render(diags, fmt, color=fmt == "text" and use_color(_COLOR.get(), sys.stdout))
     if text:
         sys.stdout.write(text)
     if fmt == "text":
@@ -160,16 +199,20 @@ def _generate(config: Config, results: list[SpecResult], args: argparse.Namespac
         else:
             changed.extend(apply(config.root, plan, overwrite_edits=args.force))
     if args.check:
+        stale = [d for r in results for d in stale_prebuilt(r, config)]  # built cubins are output too (LG520)
         if changed:
-            print(f"{len(changed)} generated file(s) would change; run `layoutgen generate`.")
+            print(would_change_line(len(changed)))
+        if stale:
+            return _finish(config, diags + stale, len(results), "text")
+        if changed:
             return EXIT_FAILED
         # The closing line is printed even with --quiet: every command ends with one.
-        print(f"Generated code is up to date ({len(results)} spec(s)).")
+        print(up_to_date_line(len(results)))
         return EXIT_OK
     if not args.quiet:
         for path in changed:
             print(f"{labels.get(path, 'wrote')} {path}")
-    print(f"{len(changed)} file(s) changed in {len(results)} spec(s).")
+    print(changed_line(len(changed), len(results)))
     return _finish(config, diags, len(results), "text") if diags else EXIT_OK
 
 
@@ -186,6 +229,7 @@ def cmd_check(args: argparse.Namespace) -> int:
         diags.extend(d for r in results for d in r.diagnostics)
         for result in results:
             diags.extend(drift_diagnostics(result, config.root))
+            diags.extend(stale_prebuilt(result, config))  # the cubins of `layoutgen build`, where there are
         return EXIT_OK
 
     status = _locked(config, len(spec_files), args.format, False, read)
@@ -198,20 +242,89 @@ def cmd_check(args: argparse.Namespace) -> int:
     return _finish(config, diags, len(results), args.format)
 
 
+def cmd_build(args: argparse.Namespace) -> int:
+    config = _config(args)
+    spec_files = _spec_files(config, args)
+    if not spec_files or not config.build_archs:
+        return _finish(config, [no_build_archs(config) if spec_files else no_specs(config)], len(spec_files), "text")
+
+    def work() -> int:  # under the exclusive lock: no generate changes the kernels while their cubins are built
+        outcome = build_specs(config, process_specs(config, spec_files), progress=not args.quiet)
+        for line in () if args.quiet else outcome.lines:
+            print(line)
+        if outcome.summary:
+            print(outcome.summary)
+        return _finish(config, list(outcome.diagnostics), len(spec_files), "text") if outcome.diagnostics else EXIT_OK
+
+    return _locked(config, len(spec_files), "text", True, work)
+
+
 def cmd_show(args: argparse.Namespace) -> int:
     from .project.show import show
 
     config = load_config(Path.cwd())
     target = args.target
     spec_path, _, layout = target.partition(":") if not Path(target).exists() else (target, "", "")
-    return show(config, Path(spec_path), layout or None, svg=args.svg, png=args.png)
+    return show(config, Path(spec_path), layout or None, svg=args.svg, png=args.png,
+                color=use_color(args.color, sys.stderr), fmt=args.format)
+
+
+def cmd_explain(args: argparse.Namespace) -> int:
+    from .project.explain import UnknownCodeError, code_list, explain
+
+    try:
+        sys.stdout.write(explain(args.code) if args.code else code_list())
+    except UnknownCodeError as exc:
+        print(f"layoutgen: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    return EXIT_OK
+
+
+def cmd_init(args: argparse.Namespace) -> int:
+    from .project.scaffold import InitError, init_project
+
+    try:
+        created = init_project(Path(args.folder))
+    except InitError as exc:
+        print(f"layoutgen: error: {exc}", file=sys.stderr)
+        return EXIT_FAILED
+    for path in created.written:
+        print(f"wrote {path}")
+    if created.appended:
+        print(f"added [tool.layoutgen] to {created.appended}")
+    for path in created.generated:
+        print(f"wrote {path}")
+    where = "" if args.folder == "." else f"cd {args.folder} && "
+    print(f"Created a layoutgen project; next: `{where}layoutgen check --compile`, then `pytest`.")
+    return EXIT_OK
+
+
+def _closed_pipe() -> int:
+    """The reader of stdout went away (`| head -1`): stop without a traceback. Python flushes stdout once
+    more at exit and would report the broken pipe then, so stdout is pointed at /dev/null first."""
+    try:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    except (OSError, ValueError):  # stdout is no file descriptor (replaced in-process): nothing to flush
+        pass
+    return EXIT_CLOSED_PIPE
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    words = sys.argv[1:] if argv is None else list(argv)
+    parser = _parser()
+    if not words:  # as ruff does: the whole help, where a usage error would go, with its exit status
+        parser.print_help(sys.stderr)
+        return EXIT_USAGE
+    args = parser.parse_args(words)
+    chosen = _COLOR.set(getattr(args, "color", "auto"))
     try:
-        handler = {"generate": cmd_generate, "check": cmd_check, "show": cmd_show}[args.verb]
-        return handler(args)
+        handler = {"generate": cmd_generate, "check": cmd_check, "show": cmd_show, "explain": cmd_explain,
+                   "init": cmd_init, "build": cmd_build}[args.verb]
+        status = handler(args)
+        sys.stdout.flush()  # a closed pipe shows here, inside the handlers below, rather than at exit
+        return status
+    except BrokenPipeError:
+        return _closed_pipe()
     except ConfigError as exc:
         print(f"layoutgen: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
@@ -226,3 +339,5 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"This is a bug in layoutgen {__version__}, not in your project: please report it with the "
               "traceback above and the command that ran.", file=sys.stderr)
         return EXIT_INTERNAL
+    finally:
+        _COLOR.reset(chosen)

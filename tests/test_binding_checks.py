@@ -173,7 +173,7 @@ def test_lg203_dtype_mismatch(site_of: SiteOf) -> None:
     b = k.bind(x=Half, y=Features)  # site: dtype
     d = only(check_binding(b), "LG203")
     assert d.message == "`k32.x` is written for f32 but is bound to `Half` (`Half` [B, K, 40] f16, all columns)"
-    assert d.hint == "bind a f32 view, or declare `x` with dtype=f16"
+    assert d.hint == "bind an f32 view, or declare `x` with dtype=f16"
     assert d.site == site_of("dtype")
     assert check_binding(k.bind(x=Features, y=Half)) == []  # no dtype declared on y: any dtype
 

@@ -123,7 +123,7 @@ def test_ignore_and_select_turn_the_lint_off_for_check_and_generate(project: Pat
     assert refused.returncode == 1 and "error[LG401]: literal 56" in refused.stdout
     assert generated(project) == []
     ignored = layoutgen("generate", "-q", "--ignore", "LG401", cwd=project)
-    assert (ignored.returncode, ignored.stdout) == (0, "4 file(s) changed in 1 spec(s).\n")
+    assert (ignored.returncode, ignored.stdout) == (0, "4 files changed in 1 spec.\n")
     for args in (["--ignore", "LG401"], ["--ignore", "LG303,LG401"], ["--select", "LG3, LG5"]):
         run = layoutgen("check", *args, cwd=project)
         assert (run.returncode, run.stdout) == (0, "All checks passed: 1 spec, no errors.\n"), args
@@ -139,7 +139,7 @@ def test_an_error_that_stops_generation_cannot_be_ignored(project: Path) -> None
     assert run.returncode == 2, run.stdout + run.stderr
     assert run.stderr == (
         "layoutgen: error: `ignore` must be a list of codes that can be ignored (LG303, LG306, LG401, LG403, LG404, "
-        'LG406, LG505) or their prefixes, got "LG502": LG502 (stale-generated) is an error that stops generation (override)\n'
+        'LG406, LG505, LG627) or their prefixes, got "LG502": LG502 (stale-generated) is an error that stops generation (override)\n'
     )
     # A selection that leaves the error out still reports it.
     assert "error[LG502]" in layoutgen("check", "--select", "LG4", cwd=project).stdout
@@ -238,13 +238,13 @@ def test_check_format_github(project: Path) -> None:
 def test_generate_then_generate_check_is_clean(project: Path) -> None:
     run = layoutgen("generate", cwd=project)
     assert run.returncode == 0, run.stdout + run.stderr
-    assert run.stdout == "".join(f"wrote {p}\n" for p in MINI_FILES) + "4 file(s) changed in 1 spec(s).\n"
+    assert run.stdout == "".join(f"wrote {p}\n" for p in MINI_FILES) + "4 files changed in 1 spec.\n"
     assert generated(project) == MINI_FILES
     for path in MINI_FILES:
         assert MARKER in (project / path).read_text().split("\n")[1]
     check = layoutgen("generate", "--check", cwd=project)
     assert check.returncode == 0, check.stdout + check.stderr
-    assert check.stdout == "Generated code is up to date (1 spec(s)).\n"
+    assert check.stdout == "Generated code is up to date (1 spec).\n"
 
 
 def test_generate_out_and_spec_on_the_command_line_override_the_config(project: Path) -> None:
@@ -270,7 +270,7 @@ def test_a_changed_field_width_makes_generate_check_exit_1_with_a_diff(project: 
     assert "+struct Window_snap_view : lg::Field<Window_snap_view_rows, T, 38, 56, 0, VectorBytes, Pack, long long> {\n" in out
     assert "-    [[maybe_unused]] constexpr int F = 40;\n+    [[maybe_unused]] constexpr int F = 38;\n" in out
     assert "a/generated/mini/copy_context.cu" not in out  # the context did not move
-    assert re.search(r"^\d+ generated file\(s\) would change; run `layoutgen generate`\.$", out, re.M)
+    assert re.search(r"^\d+ generated files? would change; run `layoutgen generate`\.$", out, re.M)
     assert {p: (project / p).read_bytes() for p in MINI_FILES} == before  # --check writes nothing
     assert layoutgen("check", cwd=project).returncode == 1  # and check reports the drift (LG502)
 
@@ -316,7 +316,7 @@ def test_regenerating_unchanged_input_rewrites_no_file(project: Path) -> None:
     inodes = {p: (project / p).stat().st_ino for p in MINI_FILES}
     run = layoutgen("generate", cwd=project)
     assert run.returncode == 0, run.stdout + run.stderr
-    assert run.stdout == "0 file(s) changed in 1 spec(s).\n"
+    assert run.stdout == "No files changed in 1 spec.\n"
     for path in MINI_FILES:
         stat = (project / path).stat()
         assert (stat.st_mtime, stat.st_ino) == (old, inodes[path]), path
@@ -344,7 +344,7 @@ def test_a_hand_edited_generated_file_is_kept_and_named_unless_forced(project: P
     assert "\n-// a quick fix, typed into the generated file\n" in diff.stdout
     forced = layoutgen("generate", "--force", cwd=project)
     assert forced.returncode == 0, forced.stdout + forced.stderr
-    assert forced.stdout == "wrote generated/mini/mini.cuh\n1 file(s) changed in 1 spec(s).\n"
+    assert forced.stdout == "wrote generated/mini/mini.cuh\n1 file changed in 1 spec.\n"
     assert header.read_text() == pristine
 
 
@@ -381,7 +381,7 @@ def test_a_project_without_specs_fails_instead_of_passing_silently(tmp_path: Pat
         run = layoutgen(*verb, cwd=tmp_path)
         assert run.returncode == 1, (verb, run.stdout, run.stderr)
         assert run.stdout.startswith(expected), run.stdout
-        assert run.stdout.endswith("Found 1 error in 0 specs.\n"), run.stdout
+        assert run.stdout.endswith("Found 1 error; no spec was checked.\n"), run.stdout
     run = layoutgen("check", "--format", "json", cwd=tmp_path)
     assert run.returncode == 1
     assert [d["code"] for d in json.loads(run.stdout)["diagnostics"]] == ["LG506"]
@@ -524,11 +524,11 @@ def test_temporary_files_of_a_killed_generate_are_reported_and_removed(project: 
         "  hint: run `layoutgen generate`: it removes them\n"
         "Found 1 error in 1 spec.\n")), run.stdout
     would = layoutgen("generate", "--check", cwd=project)
-    assert (would.returncode, would.stdout) == (1, "2 generated file(s) would change; run `layoutgen generate`.\n")
+    assert (would.returncode, would.stdout) == (1, "2 generated files would change; run `layoutgen generate`.\n")
     run = layoutgen("generate", cwd=project)
     assert (run.returncode, run.stdout) == (0, "removed generated/mini/.mini.cuh.0badc0de.tmp\n"
                                                "removed generated/mini/.scale_snap.cu.12345678.tmp\n"
-                                               "2 file(s) changed in 1 spec(s).\n"), run.stdout + run.stderr
+                                               "2 files changed in 1 spec.\n"), run.stdout + run.stderr
     assert generated(project) == sorted([*MINI_FILES, "generated/mini/.notes.tmp"])
 
 

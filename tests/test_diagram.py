@@ -64,8 +64,19 @@ def layout(name: str) -> Layout:
 
 
 def texts(svg: str) -> list[str]:
+    """Each text as it reads: its tspans, each placed at its own x, with the spaces between them that their
+    positions leave (a run's leading and trailing spaces move the next x instead of being written)."""
     root = ET.fromstring(svg.encode("utf-8"))
-    return ["".join(t.itertext()) for t in root.iter(f"{NS}text")]
+    out = []
+    for t in root.iter(f"{NS}text"):
+        line, end = "", float(t.get("x", "0"))
+        for s in t.iter(f"{NS}tspan"):
+            size, text = float(s.get("font-size", "11")), s.text or ""
+            x = float(s.get("x", end))
+            line += " " * round((x - end) / (CHAR_EM * size)) + text
+            end = x + text_width(text, size)
+        out.append(line)
+    return out
 
 
 # -- boxes of what is drawn -----------------------------------------------------------
@@ -84,25 +95,59 @@ def _translate(el: ET.Element, parents: dict[ET.Element, ET.Element]) -> tuple[f
     return dx, dy
 
 
-def text_boxes(svg: str) -> list[tuple[str, Box]]:
-    """Each text's estimated ink box: ascent 0.8 em above the baseline, descent 0.25 em below."""
+#: How far ``text-anchor`` moves a run left, as a share of the width it anchors.
+ANCHOR_SHARE = {"start": 0.0, "middle": 0.5, "end": 1.0}
+
+
+def span_boxes(svg: str, *, per_span: bool = False) -> list[tuple[int, str, Box]]:
+    """Each tspan's estimated ink box (ascent 0.8 em above the baseline, descent 0.25 em below), with the
+    index of its text and its own text.
+
+    Two readings of ``text-anchor``: SVG's (``per_span=False``, what rsvg-convert and browsers do), where it
+    moves each text chunk, the tspans from one absolute ``x`` to the next, as a whole; and cairosvg's
+    (``per_span=True``), which anchors every tspan by its own width at the point the one before ended, so
+    that `time_in_trade 40..41` anchored at its end draws `40..41` right of the anchor, over the next label.
+    """
     root = ET.fromstring(svg.encode("utf-8"))
     parents = {child: parent for parent in root.iter() for child in parent}
     out = []
-    for t in root.iter(f"{NS}text"):
-        spans = list(t.iter(f"{NS}tspan"))
-        width = sum(text_width(s.text or "", float(s.get("font-size", "11"))) for s in spans)
-        size = max(float(s.get("font-size", "11")) for s in spans)
+    for n, t in enumerate(root.iter(f"{NS}text")):
         dx, dy = _translate(t, parents)
-        x, y = float(t.get("x", "0")) + dx, float(t.get("y", "0")) + dy
-        anchor = t.get("text-anchor", "start")
-        if "rotate(90" in t.get("transform", ""):
-            box = (x - 0.25 * size, y, x + 0.8 * size, y + width)
-        else:
-            left = {"start": x, "middle": x - width / 2, "end": x - width}[anchor]
-            box = (left, y - 0.8 * size, left + width, y + 0.25 * size)
-        out.append(("".join(t.itertext()), box))
+        y = float(t.get("y", "0")) + dy
+        share = ANCHOR_SHARE[t.get("text-anchor", "start")]
+        chunks: list[tuple[float, list[tuple[str, float, float]]]] = []  # (x, [(text, width, size)])
+        for s in t.iter(f"{NS}tspan"):
+            size = float(s.get("font-size", "11"))
+            run = (s.text or "", text_width(s.text or "", size), size)
+            if s.get("x") is not None or not chunks:
+                chunks.append((float(s.get("x", t.get("x", "0"))) + dx, []))
+            chunks[-1][1].append(run)
+        vertical = "rotate(90" in t.get("transform", "")
+        for x, runs in chunks:
+            cursor = x if per_span else x - share * sum(w for _, w, _ in runs)
+            for text, width, size in runs:
+                left = cursor - share * width if per_span else cursor
+                cursor += width
+                if vertical:  # turned about the text's (x, y): the run reads downwards from y
+                    x0 = float(t.get("x", "0")) + dx
+                    box = (x0 - 0.25 * size, y + left - x0, x0 + 0.8 * size, y + left - x0 + width)
+                else:
+                    box = (left, y - 0.8 * size, left + width, y + 0.25 * size)
+                if text.strip():
+                    out.append((n, text, box))
     return out
+
+
+def text_boxes(svg: str, *, per_span: bool = False) -> list[tuple[str, Box]]:
+    """Each text's estimated ink box: the union of its tspans' (see :func:`span_boxes`)."""
+    boxes: dict[int, tuple[str, Box]] = {}
+    for n, text, box in span_boxes(svg, per_span=per_span):
+        if n in boxes:
+            label, b = boxes[n]
+            boxes[n] = (label + text, (min(b[0], box[0]), min(b[1], box[1]), max(b[2], box[2]), max(b[3], box[3])))
+        else:
+            boxes[n] = (text, box)
+    return list(boxes.values())
 
 
 def leader_segments(svg: str) -> list[Box]:
@@ -124,12 +169,17 @@ def overlaps(a: Box, b: Box, slack: float = 0.5) -> bool:
 
 
 def collisions(svg: str) -> list[str]:
-    boxes = text_boxes(svg)
-    found = [f"{ta!r} overlaps {tb!r}" for i, (ta, a) in enumerate(boxes) for tb, b in boxes[i + 1:]
-             if overlaps(a, b)]
-    found += [f"a line at x={s[0]} crosses {t!r}" for s in leader_segments(svg) for t, box in boxes
-              if box[0] < s[0] < box[2] and s[1] < box[3] and box[1] < s[3]]
-    return found
+    """Overlapping runs of text and lines through labels, read as SVG says and as cairosvg draws it."""
+    found: list[str] = []
+    for per_span in (False, True):
+        reading = " (as cairosvg draws it)" if per_span else ""
+        runs = span_boxes(svg, per_span=per_span)
+        found += [f"{ta!r} overlaps {tb!r}{reading}" for i, (_, ta, a) in enumerate(runs)
+                  for _, tb, b in runs[i + 1:] if overlaps(a, b)]
+        found += [f"a line at x={s[0]} crosses {t!r}{reading}" for s in leader_segments(svg)
+                  for t, box in text_boxes(svg, per_span=per_span)
+                  if box[0] < s[0] < box[2] and s[1] < box[3] and box[1] < s[3]]
+    return sorted(set(found), key=found.index)
 
 
 # -- what the diagrams say -------------------------------------------------------------
@@ -381,6 +431,27 @@ def test_show_svg_of_a_layout_a_kernel_and_the_whole_spec(tmp_path: Path) -> Non
     shown = " ".join(texts(whole.read_text(encoding="utf-8")))
     assert all(f"kernel {b.name}" in shown for b in VSN.kernels)
     assert all(f"{lay.name} [" in shown for lay in VSN.layouts)
+
+
+def test_a_program_is_drawn_with_what_each_launch_reads_and_writes(tmp_path: Path) -> None:
+    path = tmp_path / "step.svg"
+    code, out, err = run("show", "examples/vsn/spec.py:vsn_step", "--svg", str(path))
+    assert (code, err, out) == (0, "", f"wrote {path}\n")
+    svg = path.read_text(encoding="utf-8")
+    shown = texts(svg)
+    [step] = VSN.programs
+    assert shown[0] == "program vsn_step   7 launches"
+    assert all(f"buffer {b.name}  {b.layout.name} [" in " ".join(shown) for b in step.buffers)
+    assert [t for t in shown if re.fullmatch(r"\d+\. \w+", t)] == [
+        "1. snap_feature_assemble", "2. context_broadcast", "3. variable_selection_fwd", "4. mse_grad",
+        "5. zero_grads", "6. variable_selection_bwd", "7. sgd_update"]
+    # the first launch: `raw` read whole, `stats.mean` read, `window.snap` written
+    assert ["raw  in", "\u2190 raw", "reads all columns"] == shown[shown.index("raw  in"):][:3]
+    assert "snap  out" in shown and "\u2190 window.snap" in shown and "writes snap" in shown
+    assert '<title>snap writes snap: ' in svg
+    assert collisions(svg) == []
+    whole = spec_svg(VSN)
+    assert "program vsn_step" in " ".join(texts(whole)) and collisions(whole) == []
 
 
 def test_show_prints_one_kernel_binding() -> None:

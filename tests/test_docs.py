@@ -199,7 +199,7 @@ PREPARE: dict[str, Any] = {"LG508": _held_output_lock, "LG510": _linked_out, "LG
 @pytest.mark.parametrize("code", RUNNABLE)
 def test_diagnostic_example_gives_its_code(code: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     text = DIAGNOSTICS[code]
-    if "--compile" in text:
+    if "--compile" in text or "$ layoutgen build" in text:  # both compile with NVRTC
         reason = nvrtc_missing()
         if reason:
             pytest.skip(reason)
@@ -280,7 +280,66 @@ LAUNCH_CASES: dict[str, Any] = {
     "LG624": lambda: _on_an_h200(_grid_launcher("series_reverse", 256, "general", 1, dims=("B",), shared=True),
                                  Dev((4, 60000, 1)), Dev((4, 60000, 1), ptr=BASE + 2**32)),
     "LG625": lambda: _on_an_h200(_grid_launcher("colsum", 1024, "persistent", 32), Dev((4096, 40)), occupancy=0),
+    "LG626": lambda: _without_jit_on_an_sm_86(lambda: _vsn().variable_selection_fwd(*_fwd())),
+    # the torch operators (docs/torch.md): meta tensors carry the shapes, as on a GPU; skipped without torch
+    "LG629": lambda: _without_torch(lambda: _torch_runtime().import_torch("generated.vsn.torch_ops")),
+    "LG630": lambda: _torch_ops().register("layoutgen_vsn", "vendored.vsn.torch_ops", "/vendored/vsn/torch_ops.py", ()),
+    "LG631": lambda: _vsn_ops().context_broadcast(_meta(256, 16), -1),
+    "LG632": lambda: _twice_differentiated(),
 }
+
+
+def _torch_runtime() -> Any:
+    from layoutgen.runtime import torch_ops  # imports no torch
+
+    return torch_ops
+
+
+def _torch_ops() -> Any:
+    """layoutgen's torch runtime, with the example's operators registered (skipped without torch)."""
+    pytest.importorskip("torch")
+    import generated.vsn.torch_ops  # noqa: F401  (registers layoutgen_vsn)
+    from layoutgen.runtime import torch_ops
+
+    return torch_ops
+
+
+def _vsn_ops() -> Any:
+    _torch_ops()
+    import generated.vsn.torch_ops as module
+
+    return module.ops
+
+
+def _meta(*shape: int, grad: bool = False) -> Any:
+    import torch
+
+    return torch.empty(*shape, device="meta", requires_grad=grad)
+
+
+def _without_torch(call: Any) -> None:
+    """``call()`` where `import torch` fails as it does where torch is not installed."""
+    import builtins
+    from unittest import mock
+
+    real = builtins.__import__
+
+    def imports(name: str, *args: Any, **kwargs: Any) -> Any:
+        if name == "torch" or name.startswith("torch."):
+            raise ModuleNotFoundError("No module named 'torch'", name="torch")
+        return real(name, *args, **kwargs)
+
+    with mock.patch.object(builtins, "__import__", imports):
+        call()
+
+
+def _twice_differentiated() -> None:
+    ops = _vsn_ops()  # skipped without torch
+    import torch
+
+    x, W, b = _meta(256, 64, 56, grad=True), _meta(40, 40, grad=True), _meta(40, grad=True)
+    _, y = ops.variable_selection_fwd(x, W, b)
+    torch.autograd.grad(y.sum(), (x,), create_graph=True)
 
 
 def _grid_launcher(name: str, block: int, kind: str, per_block: int, dims: tuple[str, ...] = (),
@@ -320,6 +379,17 @@ def _vsn() -> Any:
     import generated.vsn as vsn
 
     return vsn
+
+
+def _without_jit_on_an_sm_86(call: Any) -> None:
+    """``call()`` on device 0 as an sm_86, under LAYOUTGEN_NO_JIT=1, where generated/vsn ships no cubins."""
+    from unittest import mock
+
+    from layoutgen.runtime import launch
+
+    with mock.patch.object(launch, "find_device", lambda: 0), mock.patch.object(launch, "device_arch", lambda d: "sm_86"), \
+            mock.patch.dict(os.environ, {"LAYOUTGEN_NO_JIT": "1"}):
+        call()
 
 
 def _without_a_device(call: Any) -> None:
@@ -375,7 +445,8 @@ def test_launch_example_gives_its_message(code: str) -> None:
         fwd.check(LAUNCH_CASES[code](), device=0)
     assert info.value.code == code
     shown = [content for info_string, _, content in blocks(DIAGNOSTICS[code]) if info_string == "text"]
-    assert shown == [f"layoutgen.runtime.errors.LaunchError: {info.value}\n"], str(info.value)
+    kind = type(info.value)  # LaunchError, or a subclass of it (TorchUnavailable, LG629)
+    assert shown == [f"{kind.__module__}.{kind.__qualname__}: {info.value}\n"], str(info.value)
 
 
 # -- console blocks of the other pages, run from the repository root -------------

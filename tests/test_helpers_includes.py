@@ -493,7 +493,7 @@ def test_a_header_edited_during_the_compile_is_not_stored(tmp_path: Path, monkey
 def test_a_kernel_calls_a_function_from_a_project_header(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("LAYOUTGEN_CACHE_DIR", str(tmp_path / "cache"))
     root = spec_project(tmp_path / "project", 'include = ["cuda/include"]\n', HELPER_TEMPLATE, HELPER)
-    assert run(["generate", "-q", "spec.py"], root) == "3 file(s) changed in 1 spec(s).\nexit 0\n"
+    assert run(["generate", "-q", "spec.py"], root) == "3 files changed in 1 spec.\nexit 0\n"
     assert run(["check", "--compile", "spec.py"], root) == "All checks passed: 1 spec, no errors.\nexit 0\n"
     module = (root / "generated" / "example" / "__init__.py").read_text()
     assert "_lg_INCLUDE = ('../../cuda/include',)\n" in module

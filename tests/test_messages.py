@@ -152,7 +152,7 @@ def test_two_specs_in_one_module_are_named_with_their_lines(project: Path) -> No
 def test_a_program_declared_but_not_listed_is_a_warning_at_its_line(project: Path) -> None:
     (line,) = marked_lines("unlisted.py")
     assert layoutgen(project, "generate", "-q", "specs/unlisted.py") == (0, (
-        "3 file(s) changed in 1 spec(s).\n"
+        "3 files changed in 1 spec.\n"
         f"specs/unlisted.py:{line}: warning[LG306]: program `backward` is declared in specs/unlisted.py but not "
         "listed in its spec `unlisted`, so nothing checks or generates it\n"
         "  hint: list it: Spec(\"unlisted\", ..., programs=[..., backward]), or delete it\n"
@@ -237,7 +237,7 @@ HEADER = (
     "template <typename T> struct Field { T* base; };\n"                # 2
     "}  // namespace lg\n"                                              # 3
     "// `Window.snap`: columns 0..40 of Window [B, K, 56] f32.\n"       # 4
-    "// Declared at specs/spec.py:4. Rows allow 16-byte accesses.\n"    # 5
+    "// Declared in specs/spec.py. Rows allow 16-byte accesses.\n"      # 5
     "template <typename T>\n"                                           # 6
     "struct Window_snap_view : lg::Field<T> {\n"                        # 7
     "    T& at(long long r, int c) const { return this->base[r]; }\n"   # 8
@@ -266,9 +266,12 @@ def test_an_error_in_the_generated_header_is_placed_at_the_users_line(tmp_path: 
 
     names = {"example.cuh": "generated/example/example.cuh"}
     headers = {"example.cuh": HEADER}
-    assert declared_at(HEADER, 8) == Site("specs/spec.py", 4)
-    assert declared_at(HEADER, 2) is None  # lg::Field: no declaration made it
-    placed_errors = [placed(e, names, headers, "generated/example/scale.cu", tmp_path) for e in parse_log(LOG)]
+    sites = {"Window_snap_view": Site("specs/spec.py", 4)}  # from the loaded spec: the header names no line
+    assert declared_at(HEADER, 8, sites) == Site("specs/spec.py", 4)
+    assert declared_at(HEADER, 7, sites) == Site("specs/spec.py", 4)  # the struct's own line
+    assert declared_at(HEADER, 2, sites) is None  # lg::Field: no declaration made it
+    placed_errors = [placed(e, names, headers, "generated/example/scale.cu", tmp_path, sites)
+                     for e in parse_log(LOG)]
     assert placed_errors == [
         Diagnostic("LG501", (
             'expression must have class type but it has type "float" (in generated/example/example.cuh:8, the view '

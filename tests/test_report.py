@@ -161,7 +161,7 @@ def test_empty_renders_nothing() -> None:
         (0, 0, 0, "All checks passed: 0 specs, no errors."),
         (0, 2, 1, "Found no errors, 2 warnings in 1 spec."),
         (0, 1, 2, "Found no errors, 1 warning in 2 specs."),
-        (3, 2, 0, "Found 3 errors, 2 warnings in 0 specs."),
+        (3, 2, 0, "Found 3 errors, 2 warnings; no spec was checked."),
     ],
 )
 def test_summary_line(errors: int, warnings: int, specs: int, line: str) -> None:

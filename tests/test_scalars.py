@@ -83,7 +83,7 @@ def test_a_kernel_keeps_its_arrays_its_scalars_and_their_order(site_of: SiteOf) 
      "i32, i16, i8, u64, u32, u16, u8, bool, got 'float32'"),
     (lambda: Scalar("2lr", f32), "LG208", "a parameter name must be a C identifier (letters, digits, `_`; not "
      "starting with a digit), got '2lr'"),
-    (lambda: Scalar("n", i32, finite=True), "LG208", "`finite` of scalar `n` applies to f32 and f64 only, got a i32 "
+    (lambda: Scalar("n", i32, finite=True), "LG208", "`finite` of scalar `n` applies to f32 and f64 only, got an i32 "
      "scalar"),
     (lambda: Scalar("lr", f32, finite="yes"), "LG208",  # type: ignore[arg-type]
      "`finite` of scalar `lr` must be True or False, got 'yes'"),
@@ -153,7 +153,7 @@ def test_a_launch_gives_each_scalar_a_value_or_a_constant() -> None:
     (dict(lr=0.1, n=2.0), "`step.n` (scalar u8) must be an integer (a Python int or a NumPy integer scalar), got 2.0 "
      "(float)"),
     (dict(lr=float("inf"), n=1), "`step.lr` (scalar f32, finite) must be finite, got inf (float)"),
-    (dict(lr=Value("lr", f64), n=1), "`step.lr` (scalar f32, finite) must be given a f32 value, got value `lr` of f64"),
+    (dict(lr=Value("lr", f64), n=1), "`step.lr` (scalar f32, finite) must be given an f32 value, got value `lr` of f64"),
     (dict(lr=W, n=1), "`step.lr` (scalar f32, finite) must be given a constant or a Value, got <Buffer w: Vec>"),
 ])
 def test_a_launch_refuses_a_scalar_it_cannot_give(given: dict[str, Any], message: str, site_of: SiteOf) -> None:

@@ -1,16 +1,18 @@
-"""`make demo`: the motivating pipeline, from declaration to a running kernel.
+"""`make demo`: the story of layoutgen in about 40 lines, from the layout to a running kernel.
 
-1. prints the layouts of examples/vsn/spec.py;
-2. generates the CUDA views, kernels and launchers into generated/vsn/;
-3. runs `layoutgen check` on the spec (clean) and on seed_bug.py (the
-   original mistake, refused with LG201);
-4. compiles every kernel offline with NVRTC for sm_90;
-5. on a machine with a GPU, runs each kernel and prints its error against a
-   float64 NumPy reference; without one, says so and stops.
+1. the layout the VSN kernels share: `Window`, 40 features and 16 context columns in rows of 56;
+2. the original mistake, a kernel reading the features at row stride 40: `layoutgen check` refuses it (LG201);
+3. the spec as written: every check passes and every kernel compiles offline with NVRTC (no GPU needed);
+4. on a machine with a GPU, every kernel and the training-step program against a float64 NumPy reference.
+
+The generated files are brought up to date first, silently unless something changed. `--verbose` (or
+`make demo ARGS=--verbose`) shows the details: every layout, binding and program, what `generate` wrote, and
+each kernel's registers and spills.
 """
 
 from __future__ import annotations
 
+import argparse
 import subprocess
 import sys
 from pathlib import Path
@@ -20,12 +22,25 @@ HERE = Path(__file__).resolve().parent
 
 
 def step(title: str) -> None:
-    print(f"\n== {title} " + "=" * max(0, 70 - len(title)))
+    print(f"\n== {title}")
 
 
-def layoutgen(*args: str) -> int:
-    print(f"$ layoutgen {' '.join(args)}", flush=True)
+def layoutgen(*args: str, echo: bool = True) -> int:
+    """Run ``layoutgen ARGS`` from the repository root, its output shown as it comes."""
+    if echo:
+        print(f"$ layoutgen {' '.join(args)}", flush=True)
     return subprocess.call([sys.executable, "-m", "layoutgen", *args], cwd=ROOT)
+
+
+def generate_quietly(verbose: bool) -> int:
+    """`layoutgen generate`, shown only when it wrote something, failed, or with --verbose."""
+    if verbose:
+        return layoutgen("generate")
+    run = subprocess.run([sys.executable, "-m", "layoutgen", "generate", "-q"], cwd=ROOT, capture_output=True,
+                         text=True)
+    if run.returncode or not run.stdout.startswith("No files changed"):
+        print(f"$ layoutgen generate -q\n{run.stdout}{run.stderr}", end="")
+    return run.returncode
 
 
 def gpu_reason() -> str | None:
@@ -109,29 +124,29 @@ def run_program(vsn, ref, rng, b: int, k: int) -> None:  # type: ignore[no-untyp
               f"graph replay {ref.relative_error(replayed[name].get(), want[name]):.2e}")
 
 
-def main() -> int:
-    step("1. the layouts (examples/vsn/spec.py)")
-    sys.stdout.flush()
-    if layoutgen("show", "examples/vsn/spec.py"):
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="demo", description=__doc__.splitlines()[0])
+    parser.add_argument("--verbose", "-v", action="store_true",
+                        help="every layout, binding and program; what generate wrote; registers and spills")
+    verbose = parser.parse_args(argv).verbose
+    step("1. The layout: declared once in examples/vsn/spec.py; every stride and offset comes from it")
+    if layoutgen("show", "examples/vsn/spec.py" if verbose else "examples/vsn/spec.py:Window"):
         return 1
-    step("2. generate CUDA views, kernels and launchers")
-    if layoutgen("generate"):
-        return 1
-    step("3. check the spec, then the original mistake")
-    if layoutgen("check", "examples/vsn/spec.py"):
-        return 1
+    step("2. The original mistake: a kernel that reads the features as packed rows of 40")
     if layoutgen("check", "examples/vsn/seed_bug.py") != 1:
         print("expected the seed bug to be refused")
         return 1
-    print("(exit 1, as it should: the bug is caught before anything is generated)")
-    step("4. compile every kernel offline with NVRTC (sm_90, no GPU needed)")
-    if layoutgen("check", "--compile", "--report", "examples/vsn/spec.py"):
+    print("Refused (exit 1) before anything is generated or run: the bug cannot ship.")
+    step("3. The spec as written: every check, and every kernel compiled offline with NVRTC for sm_90")
+    if generate_quietly(verbose):
         return 1
-    step("5. run on the GPU")
+    if layoutgen("check", "--compile", *(["--report"] if verbose else ["-q"]), "examples/vsn/spec.py"):
+        return 1
+    step("4. On the GPU: every kernel against a float64 NumPy reference")
     reason = gpu_reason()
     if reason is not None:
-        print(f"No GPU here ({reason}); stopping before the run. On a GPU machine this step runs every")
-        print("kernel and prints its error against a float64 NumPy reference.")
+        print(f"No GPU here ({reason}); on a GPU machine this step runs every kernel and the")
+        print("training-step program, plain and replayed from a CUDA graph, and prints their errors.")
         return 0
     run_on_gpu()
     return 0

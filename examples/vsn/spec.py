@@ -7,7 +7,7 @@ here every kernel gets its strides from these declarations.
 """
 
 from layoutgen import (
-    Buffer, Field, Grid, Group, In, InOut, Kernel, Launch, Layout, Out, Program, Scalar, Spec, Tile, Value, dims,
+    Autograd, Buffer, Field, Grid, Group, In, InOut, Kernel, Launch, Layout, Out, Program, Scalar, Spec, Tile, Value, dims,
     f32, field_copies,
 )
 
@@ -128,13 +128,21 @@ vsn_step = Program("vsn_step", [
 SnapPacked = Layout("SnapPacked", [B, K], f32, width=40, doc="Window.snap copied out, packed")
 ContextPacked = Layout("ContextPacked", [B, K], f32, width=16, doc="Window.context copied out, packed")
 
+vsn_fwd = variable_selection_fwd.bind(x=Window.snap, W=Weights, b=Bias, gates=Features, y=Features)
+vsn_bwd = variable_selection_bwd.bind(x=Window.snap, W=Weights, gates=Features, grad_y=Features,
+                                      grad_x=Features, grad_W=Weights, grad_b=Bias)
+
+# torch: the forward saves x, W and gates for the backward, which turns the gradient of y into those of
+# x (the snap columns of the window: the context columns get zeros), W and b; gates gets none.
+vsn_autograd = Autograd(vsn_fwd, vsn_bwd, saves=["x", "W", "gates"],
+                        grads={"y": "grad_y", "x": "grad_x", "W": "grad_W", "b": "grad_b"})
+
 spec = Spec("vsn", kernels=[
     snap_feature_assemble.bind(raw=Market, mean=FeatureStats.mean, inv_std=FeatureStats.inv_std,
                                snap=Window.snap),
     context_broadcast.bind(ctx=Context, dst=Window.context),
-    variable_selection_fwd.bind(x=Window.snap, W=Weights, b=Bias, gates=Features, y=Features),
-    variable_selection_bwd.bind(x=Window.snap, W=Weights, gates=Features, grad_y=Features,
-                                grad_x=Features, grad_W=Weights, grad_b=Bias),
+    vsn_fwd,
+    vsn_bwd,
     *field_copies(Window.snap, SnapPacked),
     *field_copies(Window.context, ContextPacked),
-], programs=[vsn_step])
+], programs=[vsn_step], torch=True, autograd=[vsn_autograd])

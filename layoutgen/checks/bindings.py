@@ -8,6 +8,7 @@ from ..declare.unify import Conflict, unify
 from ..schema import View
 from ..schema.diagnostics import Diagnostic
 from ..schema.dims import shape_text, strides_text
+from ..schema.words import with_article
 from .dataflow import check_program
 from .grids import check_shared_memory
 
@@ -58,7 +59,7 @@ def _param_checks(binding: Binding, param: Param, view: View) -> list[Diagnostic
     if param.dtype is not None and param.dtype != view.dtype:
         out.append(Diagnostic(
             "LG203", f"{who} is written for {param.dtype} but is bound to {describe_view(view)}",
-            binding.site, hint=f"bind a {param.dtype} view, or declare `{param.name}` with dtype={view.dtype.name}",
+            binding.site, hint=f"bind {with_article(str(param.dtype))} view, or declare `{param.name}` with dtype={view.dtype.name}",
         ))
     padded = view.padded_axis() if param.contiguous and not view.contiguous else None
     if padded is not None and (view.region.shape or view.axis_range is not None):
@@ -89,7 +90,7 @@ def _param_checks(binding: Binding, param: Param, view: View) -> list[Diagnostic
             f"bytes wide: aligned for {view.vector_bytes}-byte accesses at most",
             binding.site,
             hint=f"declare vector={view.vector_bytes} or less, or pad the layout so the field starts and ends "
-            f"on a {param.vector}-byte boundary",
+            f"on {with_article(f'{param.vector}-byte')} boundary",
         ))
     if param.writes and view.effective_read_only:
         out.append(Diagnostic(

@@ -25,6 +25,7 @@ from ..declare.unify import unify
 from ..schema.diagnostics import Diagnostic, Site
 from ..schema.dims import shape_text
 from ..schema.view import View
+from ..schema.words import plural, with_article
 from .columns import AT, CALL, ROW, VEC, ConstantIndex, constant_indices
 from .constants import line_constants, view_members
 from .cxx import scan
@@ -131,10 +132,6 @@ def _reserved(binding: Binding, name: str) -> str:
     return "a name reserved for generated code"
 
 
-def _plural(count: int, noun: str, nouns: str | None = None) -> str:
-    return f"{count} {noun}" if count == 1 else f"{count} {nouns or noun + 's'}"
-
-
 def _landing(binding: Binding, param: Param, view: View, column: int) -> str:
     """Where column ``column`` of the field's row (relative to its first column) really is."""
     layout, at = view.layout, view.offset + column
@@ -144,7 +141,7 @@ def _landing(binding: Binding, param: Param, view: View, column: int) -> str:
                 f"the columns of `{param.name}` are 0 to {view.width - 1}")
     name = f"{layout.name}.{fields[0].path}"
     owner = next((p.name for p, v in binding.pairs if v.layout is layout and v.region is fields[0]), None)
-    where = f"column {column} of `{param.name}` is column {at} of a {layout.name} row, in `{name}`"
+    where = f"column {column} of `{param.name}` is column {at} of {with_article(layout.name)} row, in `{name}`"
     if owner is None:
         return f"{where}: bind a parameter to `{name}` and index it through its own view"
     return f"{where}: index that field through its own view, `{owner}`"
@@ -167,7 +164,7 @@ def _column_range(binding: Binding, template: Path, line: int, index: ConstantIn
                 return None
             return Diagnostic(
                 "LG405", f"{said} entry {index.value} of axis `{axis}` of `{param.name}` ({view.name} "
-                f"{shape_text(view.shape)}), which has {_plural(extent, 'entry', 'entries')}: "
+                f"{shape_text(view.shape)}), which has {plural(extent, 'entry')}: "
                 f"a constant index must {'not be negative' if index.value < 0 else 'be less than the extent'}",
                 Site(str(template), line), hint=f"the only entry of axis `{axis}` is 0" if extent == 1 else
                 f"the entries of axis `{axis}` are 0 to {extent - 1}",
@@ -181,7 +178,7 @@ def _column_range(binding: Binding, template: Path, line: int, index: ConstantIn
         count = bytes_ // size
         return Diagnostic(
             "LG405", f"{said} {size}-byte vector {index.value} of `{param.name}` ({view.name}), which has "
-            f"{_plural(count, 'such vector')} ({columns}): a constant index must "
+            f"{plural(count, 'such vector')} ({columns}): a constant index must "
             f"{'not be negative' if index.value < 0 else 'be less than the width in vectors'}",
             Site(str(template), line), hint=_landing(binding, param, view, index.value * size // view.dtype.size),
         )
@@ -189,7 +186,7 @@ def _column_range(binding: Binding, template: Path, line: int, index: ConstantIn
         return None
     return Diagnostic(
         "LG405", f"{said} column {index.value} of `{param.name}` ({view.name}), which has "
-        f"{_plural(view.width, 'column')} ({columns}): a constant index must "
+        f"{plural(view.width, 'column')} ({columns}): a constant index must "
         f"{'not be negative' if index.value < 0 else 'be less than the width of the field'}",
         Site(str(template), line), hint=_landing(binding, param, view, index.value),
     )

@@ -23,6 +23,7 @@ from .grids import GRID_SKELETONS, SharedModel, grid_model
 from ..schema import View
 from ..schema.dims import Dim, Size, shape_text, strides_text
 from ..schema.names import CPP_ARGUMENT, CPP_DIM
+from ..schema.words import plural
 
 #: Element counts at or past this need 64-bit index arithmetic.
 INT32_LIMIT = 2**31
@@ -53,7 +54,7 @@ class ViewModel:
     shape: str  # [B, K, 56]
     dtype: str
     cols: str
-    site: str
+    source: str  # the file that declares it, never a line (generated text depends on no line)
     width: int
     row_stride: int
     offset: int
@@ -84,13 +85,15 @@ class ViewModel:
         """The struct holding the view's message for arithmetic on one of its rows: ``Window_snap_view_rows``.
 
         Every view struct's name ends in ``_view``, so no tag can be one of them."""
-        return f"{self.struct}_rows"
+        return row_tag(self.struct)
 
     @property
     def row_arithmetic(self) -> str:
         """What NVRTC prints for ``x.row(0) + r * x.width``: why it does not compile, with the real stride."""
-        apart = f"{self.row_stride} elements" if not self.unit else f"{self.row_stride} columns of {self.unit} elements"
-        return (f"a row of '{self.name}' is not a pointer: its rows are {apart} apart ({self.width} columns each); "
+        apart = (plural(self.row_stride, "element") if not self.unit
+                 else f"{plural(self.row_stride, 'column')} of {self.unit} elements")
+        return (f"a row of '{self.name}' is not a pointer: its rows are {apart} apart "
+                f"({plural(self.width, 'column')} each); "
                 f"index the row with row(r)[c], or the view with at(r, c)")
 
     @property
@@ -138,12 +141,17 @@ def _index_type(size: Size) -> str:
     return "int" if size.is_static and size.coef < INT32_LIMIT else "long long"
 
 
+def row_tag(struct: str) -> str:
+    """The name of the struct holding the row message of the view struct ``struct``."""
+    return f"{struct}_rows"
+
+
 def struct_name(view: View) -> str:
     """``Window_snap_view``: the suffix keeps the struct's name off every member name a view has."""
     return view.name.replace(".", "_") + "_view"
 
 
-def view_model(view: View, site: str, struct: str | None = None) -> ViewModel:
+def view_model(view: View, source: str, struct: str | None = None) -> ViewModel:
     """The model of ``view``'s struct; ``struct`` names it where :func:`struct_name` is taken."""
     layout = view.layout
     total = Size.product([*layout.dims, *(Dim(s) for s in layout.column_unit.symbols)], layout.width)
@@ -166,7 +174,7 @@ def view_model(view: View, site: str, struct: str | None = None) -> ViewModel:
         shape=shape_text(layout.shape),
         dtype=str(layout.dtype),
         cols=view.cols,
-        site=site,
+        source=source,
         width=view.width,
         row_stride=view.row_stride,
         offset=view.offset,
@@ -271,7 +279,7 @@ class KernelModel:
     name: str  # the generated kernel's name
     kernel: str  # the declared kernel's name
     template: str  # the template path relative to the project root
-    site: str
+    source: str  # the file that binds it, never a line
     params: tuple[ParamModel, ...]
     layout_symbols: tuple[str, ...]  # launch arguments: the layouts' symbolic dims
     arguments: tuple[str, ...]  # the kernel's C++ parameter declarations, in launch order
@@ -309,7 +317,7 @@ class KernelModel:
         return tuple(("int" if -INT32_LIMIT <= v < INT32_LIMIT else "long long", s, v) for s, v in self.static)
 
 
-def kernel_model(binding: Binding, views: dict[str, ViewModel], template: str, site: str) -> KernelModel:
+def kernel_model(binding: Binding, views: dict[str, ViewModel], template: str, source: str) -> KernelModel:
     """The model of one binding; ``views`` maps view names to their structs."""
     unified = unify(binding)
     params = []
@@ -334,7 +342,7 @@ def kernel_model(binding: Binding, views: dict[str, ViewModel], template: str, s
         name=binding.name,
         kernel=binding.kernel.name,
         template=template,
-        site=site,
+        source=source,
         params=tuple(params),
         layout_symbols=tuple(layout_symbols),
         arguments=tuple(

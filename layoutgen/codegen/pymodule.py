@@ -31,7 +31,7 @@ class PyLayout:
     name: str
     shape: str
     dtype: str
-    site: str
+    source: str  # the file that declares it, never a line
     dims: tuple[str | int, ...]
     width: int
     itemsize: int
@@ -204,12 +204,12 @@ def program_model(spec: Spec, program: Program, kernels: dict[str, PyKernel]) ->
     return PyProgram(program.name, program.doc or f"Program `{program.name}`.", tuple(buffers), tuple(steps), values)
 
 
-def module_model(spec: Spec, site_text: dict[int, str]) -> dict[str, object]:
-    """What ``module.py.j2`` places; ``site_text`` maps id(layout) to its declaration site."""
+def module_model(spec: Spec, sources: dict[int, str]) -> dict[str, object]:
+    """What ``module.py.j2`` places; ``sources`` maps id(layout) to the file that declares it (no line)."""
     layouts = [
         PyLayout(
             name=lay.name, shape=shape_text(lay.shape), dtype=str(lay.dtype),
-            site=site_text[id(lay)], dims=_runtime_dims(lay.dims),
+            source=sources[id(lay)], dims=_runtime_dims(lay.dims),
             width=lay.width, itemsize=lay.dtype.size, unit=str(lay.column_unit) if not lay.column_unit.is_static else None,
         )
         for lay in spec.layouts

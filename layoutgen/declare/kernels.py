@@ -21,6 +21,7 @@ from ..schema.dims import Dim, Size, as_shape, shape_text
 from ..schema.dtypes import resolve_dtype
 from ..schema.names import kernel_name_problem, name_problem
 from ..schema.scalars import SCALAR_DTYPES, scalar_type_text
+from ..schema.words import with_article
 from .errors import KernelError as KernelError  # re-exported: declarations of kernels raise it
 from .errors import kernel_error as _kernel_error
 from .grids import Grid as Grid  # re-exported beside Kernel
@@ -132,8 +133,8 @@ class Scalar:
         if not isinstance(finite, bool):
             raise _kernel_error("LG208", f"`finite` of scalar `{name}` must be True or False, got {finite!r}", site)
         if finite and resolved.kind != "float":
-            raise _kernel_error("LG208", f"`finite` of scalar `{name}` applies to f32 and f64 only, got a {resolved} "
-                                "scalar", site, hint="drop finite=True: an integer or a bool is always finite")
+            raise _kernel_error("LG208", f"`finite` of scalar `{name}` applies to f32 and f64 only, got "
+                                f"{with_article(str(resolved))} scalar", site, hint="drop finite=True: an integer or a bool is always finite")
         for attr, value in (("name", name), ("dtype", resolved), ("finite", finite), ("site", site)):
             object.__setattr__(self, attr, value)
 

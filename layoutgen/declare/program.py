@@ -30,6 +30,7 @@ from ..schema.diagnostics import Diagnostic, LayoutgenError, Site, caller_site
 from ..schema.dtypes import resolve_dtype
 from ..schema.names import name_problem
 from ..schema.scalars import SCALAR_DTYPES, ScalarValueError, pack_scalar
+from ..schema.words import with_article
 from .kernels import LAUNCHER_KEYWORDS, Binding, Kernel, Scalar
 
 if TYPE_CHECKING:  # NumPy's scalar types, for annotations only: declaring imports no NumPy
@@ -215,7 +216,7 @@ def _launch_scalar(kernel: str, scalar: Scalar, given: object, site: Site | None
     who = f"`{kernel}.{scalar.name}` ({scalar.described})"
     if isinstance(given, Value):
         if given.dtype != scalar.dtype:
-            raise _program_error(f"{who} must be given a {scalar.dtype} value, got value `{given.name}` of "
+            raise _program_error(f"{who} must be given {with_article(str(scalar.dtype))} value, got value `{given.name}` of "
                                  f"{given.dtype} (declared at {given.site})", site,
                                  hint=f"declare Value(\"{given.name}\", {scalar.dtype})")
         return LaunchScalar(scalar.name, given, None)

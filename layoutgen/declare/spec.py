@@ -9,6 +9,7 @@ from ..schema import Layout, View
 from ..schema.diagnostics import Diagnostic, Site, caller_site
 from ..schema.names import file_name_problem, name_problem
 from ..schema.record import Region
+from .autograd import Autograd
 from .kernels import Binding, KernelError
 from .program import Launch, Program, ProgramError
 
@@ -21,6 +22,9 @@ class Spec:
     are included without being listed, and so are the bindings the programs'
     launches make: a launch whose kernel and views equal a listed binding's
     uses that binding's kernel.
+
+    ``torch=True`` also generates ``torch_ops.py``: a torch operator per binding
+    (docs/torch.md); ``autograd`` pairs forward and backward bindings for it.
     """
 
     name: str
@@ -28,9 +32,11 @@ class Spec:
     kernels: tuple[Binding, ...]
     programs: tuple[Program, ...]
     site: Site | None
+    torch: bool
+    autograd: tuple[Autograd, ...]
 
     def __init__(self, name: str, *, kernels: Sequence[Binding] = (), programs: Sequence[Program] = (),
-                 layouts: Sequence[Layout] = ()) -> None:
+                 layouts: Sequence[Layout] = (), torch: bool = False, autograd: Sequence[Autograd] = ()) -> None:
         site = caller_site()
         for prog in programs:
             if not isinstance(prog, Program):
@@ -76,6 +82,48 @@ class Spec:
         object.__setattr__(self, "kernels", tuple(kernels))
         object.__setattr__(self, "programs", tuple(programs))
         object.__setattr__(self, "site", site)
+        object.__setattr__(self, "torch", torch)
+        object.__setattr__(self, "autograd", _check_autograd(name, torch, autograd, kernels, site))
+
+
+#: What ``torch.ops.<namespace>`` has of its own (``dir`` of torch's ``_OpNamespace``, less dunders): an
+#: operator of one of these names would be shadowed by it. tests/test_torch_ops.py checks the list against torch.
+TORCH_NAMESPACE_NAMES = frozenset({"name", "_dir"})
+
+
+def _check_autograd(spec: str, torch: object, pairs: object, kernels: Sequence[Binding],
+                    site: Site | None) -> tuple[Autograd, ...]:
+    """LG220 for a `torch` that is no bool, and for autograd pairs that are malformed or not the spec's own."""
+    if not isinstance(torch, bool):
+        raise KernelError(Diagnostic("LG220", f"`torch` of spec `{spec}` must be True or False, got {torch!r}", site))
+    for b in kernels if torch else ():
+        if b.name in TORCH_NAMESPACE_NAMES:
+            raise KernelError(Diagnostic(
+                "LG220", f"kernel `{b.name}` of spec `{spec}` cannot be a torch operator: `torch.ops.layoutgen_{spec}."
+                f"{b.name}` is the operator namespace's own attribute", b.site, hint="rename the binding"))
+    if isinstance(pairs, (str, bytes)) or not isinstance(pairs, Sequence):
+        raise KernelError(Diagnostic("LG220", f"`autograd` of spec `{spec}` must be a list of Autograd(...), got "
+                                     f"{pairs!r}", site))
+    forwards: dict[str, Autograd] = {}
+    for pair in pairs:
+        if not isinstance(pair, Autograd):
+            raise KernelError(Diagnostic("LG220", f"`autograd` of spec `{spec}` must be a list of Autograd(...), got "
+                                         f"{pair!r}", site))
+        if not torch:
+            raise KernelError(Diagnostic(
+                "LG220", f"spec `{spec}` pairs `{pair.forward.name}` with `{pair.backward.name}` for autograd, but "
+                "generates no torch operators", pair.site, hint=f"Spec(\"{spec}\", ..., torch=True)"))
+        for b in (pair.forward, pair.backward):
+            if not any(k is b or same_binding(k, b) for k in kernels):
+                raise KernelError(Diagnostic(
+                    "LG220", f"the Autograd pair of `{pair.forward.name}` names `{b.name}`, which is not a kernel of "
+                    f"spec `{spec}`", pair.site, hint="list the binding in `kernels=`"))
+        other = forwards.setdefault(pair.forward.name, pair)
+        if other is not pair:
+            raise KernelError(Diagnostic(
+                "LG220", f"`{pair.forward.name}` is the forward of two Autograd pairs of spec `{spec}` (the other "
+                f"declared at {other.site})", pair.site, hint="one operator has one backward: drop one pair"))
+    return tuple(pairs)
 
 
 def _check_file_names(spec: str, kernels: Sequence[Binding]) -> None:

@@ -26,10 +26,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..declare.kernels import Binding, Param
-from ..declare.spec import Spec
+from ..declare.program import Program
+from ..declare.spec import Spec, launch_kernel
 from ..schema import Layout, View
 from ..schema.dims import Size, shape_text, strides_text
 from ..schema.record import Region
+from ..schema.words import plural
 from .parts import (
     ACCESS_COLORS,
     ACCESS_WORDS,
@@ -91,8 +93,8 @@ def _label(region: Region) -> str:
 def _row_words(layout: Layout) -> str:
     """``56 columns``; ``48 columns of D = D*48 elements`` in a row counted in ``D``."""
     if layout.column_unit.is_static:
-        return f"{layout.width} columns"
-    return f"{layout.width} columns of {layout.column_unit} = {layout.row_elements} elements"
+        return plural(layout.width, "column")
+    return f"{plural(layout.width, 'column')} of {layout.column_unit} = {plural(layout.row_elements, 'element')}"
 
 
 def layout_drawing(layout: Layout, *, room: float = 840) -> Canvas:
@@ -117,7 +119,7 @@ def layout_drawing(layout: Layout, *, room: float = 840) -> Canvas:
     stride = view.strides[axis]
     top = canvas.bottom + 18
     canvas.text(0, top + 12, [Span(f"axis {axis}", 12, DARK, True),
-                              Span(f"   {ranges.width} entries of {shape_text(layout.shape[axis + 1 :])}, "
+                              Span(f"   {plural(ranges.width, 'entry')} of {shape_text(layout.shape[axis + 1 :])}, "
                                    "its ranges named", 11, GREY)])
     axis_scale = Scale(min(column_width(ranges.width, room, 3, 64), scale.col_w * layout.width / ranges.width))
     aside = [[Span("axis stride ", 11, GREY),
@@ -204,18 +206,46 @@ def binding_drawing(binding: Binding, *, room: float = 600) -> Canvas:
     canvas.text(0, 14, [Span(f"kernel {binding.name}", 14, DARK, True),
                         Span(f"   {binding.kernel.template}", 11, GREY)])
     legend_y = 34.0
-    x = 0.0
-    for access in ("in", "out", "inout"):
-        fill, stroke = ACCESS_COLORS[access]
-        canvas.rect(x, legend_y - 9, 12, 10, fill=fill, stroke=stroke)
-        x += 16 + canvas.text(x + 16, legend_y, [Span(f"{ACCESS_WORDS[access]} ({access})", 10, GREY)]) + 18
+    access_legend(canvas, legend_y)
     pairs = binding.pairs
     labels = [_param_label(p, v) for p, v in pairs]
     left = max(max(text_width(a, 11), text_width(b, 10)) for a, b in labels) + 16
     col_w = column_width(max(v.layout.width for _, v in pairs), room, 4, 32)
     y = legend_y + 16
     for (param, view), (head, sub) in zip(pairs, labels):
-        y += _param_band(canvas, param, view, head, sub, left, y, col_w) + 26
+        y += param_band(canvas, param, view, head, sub, left, y, col_w) + 26
+    return canvas
+
+
+# -- one program -----------------------------------------------------------------
+
+
+def program_drawing(spec: Spec, program: Program, *, room: float = 600) -> Canvas:
+    """A program's buffers, then each launch with the columns of each buffer it reads and writes highlighted."""
+    canvas = Canvas()
+    canvas.text(0, 14, [Span(f"program {program.name}", 14, DARK, True),
+                        Span(f"   {plural(len(program.launches), 'launch')}", 11, GREY)])
+    y = 22.0
+    if program.doc:
+        canvas.text(0, y + 12, [Span(program.doc, 11, GREY)])
+        y += 16
+    for b in program.buffers:
+        y += 15
+        canvas.text(0, y, [Span(f"buffer {b.name}", 11, DARK, True), Span(
+            f"  {b.layout.name} {shape_text(b.layout.shape)} {b.layout.dtype}, {b.role or 'scratch'}", 10, GREY)])
+    access_legend(canvas, y + 22)
+    y += 30
+    labels = [(f"{a.param}  inout", f"\u2190 {a.name}") for launch in program.launches for a in launch.args]
+    left = max((max(text_width(h, 11), text_width(s, 10)) for h, s in labels), default=0.0) + 16  # the widest
+    col_w = column_width(max((a.view.layout.width for la in program.launches for a in la.args), default=1), room, 4, 32)
+    for n, launch in enumerate(program.launches, start=1):
+        canvas.text(0, y + 20, [Span(f"{n}. {launch_kernel(spec, launch)}", 12, DARK, True)])
+        y += 26
+        params = {p.name: p for p in launch.binding.kernel.params}
+        for arg in launch.args:
+            param = params[arg.param]
+            y += param_band(canvas, param, arg.view, f"{arg.param}  {param.access}", f"\u2190 {arg.name}", left, y,
+                            col_w) + 22
     return canvas
 
 
@@ -223,7 +253,16 @@ def _param_label(param: Param, view: View) -> tuple[str, str]:
     return f"{param.name}  {param.access} {shape_text(param.shape)}", f"\u2190 {view.name}"
 
 
-def _param_band(canvas: Canvas, param: Param, view: View, head: str, sub: str, x0: float, top: float,
+def access_legend(canvas: Canvas, y: float) -> None:
+    """What each highlight's colour means, on one line with its baseline at ``y``."""
+    x = 0.0
+    for access in ("in", "out", "inout"):
+        fill, stroke = ACCESS_COLORS[access]
+        canvas.rect(x, y - 9, 12, 10, fill=fill, stroke=stroke)
+        x += 16 + canvas.text(x + 16, y, [Span(f"{ACCESS_WORDS[access]} ({access})", 10, GREY)]) + 18
+
+
+def param_band(canvas: Canvas, param: Param, view: View, head: str, sub: str, x0: float, top: float,
                 col_w: float) -> float:
     """The row of ``view``'s layout from ``top``, its columns highlighted; returns the height drawn.
 
@@ -288,7 +327,7 @@ def _axis_strip(canvas: Canvas, param: Param, view: View, x0: float, top: float,
                         [Span(region.name, 9, DARK)], anchor="middle")
     canvas.rect(x0, top, ranges.width * entry_w, height, fill="none", stroke="#444444")
     where = (f"rows {chosen.cols} of axis {layout.named_axis} ({chosen.path})" if view.axis_range is not None
-             else f"all {ranges.width} rows of axis {layout.named_axis}")
+             else f"all {plural(ranges.width, 'row')} of axis {layout.named_axis}")
     canvas.text(x0 + ranges.width * entry_w + 12, top + 11.5, [Span(where, 10, GREY)])
     return height
 
@@ -320,7 +359,12 @@ def binding_svg(binding: Binding) -> str:
     return document([binding_drawing(binding)], title=f"kernel {binding.name}")
 
 
+def program_svg(spec: Spec, program: Program) -> str:
+    """The SVG document of one program of ``spec``."""
+    return document([program_drawing(spec, program)], title=f"program {program.name}")
+
+
 def spec_svg(spec: Spec) -> str:
-    """Every layout of ``spec``, then every kernel binding, in one document."""
+    """Every layout of ``spec``, then every kernel binding, then every program, in one document."""
     drawings = [layout_drawing(lay) for lay in spec.layouts] + [binding_drawing(b) for b in spec.kernels]
-    return document(drawings, title=f"spec {spec.name}")
+    return document(drawings + [program_drawing(spec, p) for p in spec.programs], title=f"spec {spec.name}")

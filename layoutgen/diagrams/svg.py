@@ -13,6 +13,7 @@ viewer substitutes another font.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from xml.sax.saxutils import escape, quoteattr
@@ -23,13 +24,20 @@ FONT = "DejaVu Sans Mono, Menlo, Consolas, Liberation Mono, monospace"
 #: monospaced fonts are narrower: 0.62 keeps estimates on the wide side.
 CHAR_EM = 0.62
 
+#: DejaVu Sans Mono's advance in em, before hinting (see :func:`text_width`).
+FONT_EM = 0.602
+
 #: The id of the hatch pattern every document defines, for padding.
 HATCH = "lg-hatch"
 
 
 def text_width(text: str, size: float) -> float:
-    """A conservative width in pixels of ``text`` set at ``size`` pixels."""
-    return len(text) * CHAR_EM * size
+    """A conservative width in pixels of ``text`` set at ``size`` pixels.
+
+    A hinting renderer rounds each advance to whole pixels (cairo's text API, which cairosvg draws
+    with: 0.602 em at 11 px is 7 px, 0.636 em), so a character is never estimated narrower than that.
+    """
+    return len(text) * max(CHAR_EM * size, math.floor(FONT_EM * size + 0.5))
 
 
 def num(value: float) -> str:
@@ -110,14 +118,22 @@ class Canvas:
         runs = [Span(spans)] if isinstance(spans, str) else list(spans)
         width = sum(s.width for s in runs)
         left = {"start": x, "middle": x - width / 2, "end": x - width}[anchor]
-        inner = "".join(
-            f"<tspan {_attrs(font_size=s.size, fill=s.fill, font_weight='bold' if s.bold else None)}>"
-            f"{escape(s.text)}</tspan>"
-            for s in runs
-        )
+        # No `text-anchor`: converters disagree on it over several tspans (cairosvg anchors each tspan
+        # by its own width where the one before ended: "40..41volatility_z"). Every run starts at an
+        # x computed here, from the same widths that decided where the label goes; spaces that lead or
+        # end a run move the next x instead of relying on `xml:space`.
+        inner = []
+        cursor = left
+        for s in runs:
+            body = s.text.strip(" ")
+            lead = len(s.text) - len(s.text.lstrip(" "))
+            if body:
+                style = _attrs(x=cursor + text_width(" " * lead, s.size), font_size=s.size, fill=s.fill,
+                               font_weight="bold" if s.bold else None)
+                inner.append(f"<tspan {style}>{escape(body)}</tspan>")
+            cursor += s.width
         turn = f"rotate(90 {num(x)} {num(y)})" if vertical else None
-        self.parts.append(f"<text {_attrs(x=x, y=y, text_anchor=anchor if anchor != 'start' else None, transform=turn)}>"
-                          f"{inner}</text>")
+        self.parts.append(f"<text {_attrs(x=left, y=y, transform=turn)}>{''.join(inner)}</text>")
         size = max(s.size for s in runs)
         if vertical:
             self._cover(x + size, y + width)

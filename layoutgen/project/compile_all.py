@@ -3,9 +3,9 @@
 Each error keeps NVRTC's whole text and lands at the user's line: errors in a
 kernel's body are at the template's line already (``#line``); an error in the
 spec's views header is placed at the template line that instantiated it, else
-at the declaration whose view it is in (the header says ``Declared at
-<spec>:<line>`` above each view), and names the header by its path under the
-project root. What is one cause is one diagnostic: an arch NVRTC does not
+at the declaration whose view it is in (the struct around the line names the
+view; its declaration comes from the loaded spec, as the header names no line
+of it), and names the header by its path under the project root. What is one cause is one diagnostic: an arch NVRTC does not
 compile for, or an error in the header that every kernel includes.
 """
 
@@ -17,14 +17,15 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 
+from ..codegen.render import struct_sites
 from ..runtime.cache import CacheError, CubinCache
 from ..runtime.nvrtc import CompileError, CompileRequest, HeaderFolderError, LogError, check_arch, parse_log
 from ..schema.diagnostics import Diagnostic, Site
 from .config import Config
 from .process import SpecResult
 
-# The comment the views header carries above each view struct (layoutgen/templates/views.cuh.j2).
-_DECLARED = re.compile(r"^// Declared at (?P<path>.+):(?P<line>\d+)\.")
+# A struct of the views header (layoutgen/templates/views.cuh.j2): each view's, its row tag's, lg::Field's.
+_STRUCT = re.compile(r"^struct (?P<name>\w+)\b")
 # What NVRTC says of an `#include` it cannot find: `cannot open source file "helpers.cuh"`.
 _MISSING_HEADER = "cannot open source file"
 
@@ -38,14 +39,16 @@ def compile_results(
     arch NVRTC does not compile for, or NVRTC missing, checked before any kernel is compiled.
     """
     cache = CubinCache(config.cache_path) if config.cache_path else CubinCache.default()
-    jobs: list[tuple[str, str, tuple[tuple[str, str], ...], dict[str, str]]] = []
+    jobs: list[tuple[str, str, tuple[tuple[str, str], ...], dict[str, str], dict[str, Site]]] = []
     for result in results:
         if result.spec is None or not result.files:
             continue
         # A kernel includes its spec's header by file name; the header's path under the root names it to users.
         names = {path.rsplit("/", 1)[-1]: path for path in result.files if path.endswith(".cuh")}
         texts = tuple(sorted((name, result.files[path]) for name, path in names.items()))
-        jobs.extend((path, text, texts, names) for path, text in sorted(result.files.items()) if path.endswith(".cu"))
+        sites = struct_sites(result.spec)
+        jobs.extend((path, text, texts, names, sites) for path, text in sorted(result.files.items())
+                    if path.endswith(".cu"))
     if not jobs:
         return []
     try:
@@ -54,7 +57,7 @@ def compile_results(
         return list(exc.diagnostics)
     diags: list[Diagnostic] = []
     show = progress and sys.stderr.isatty()
-    for n, (path, text, headers, names) in enumerate(jobs, start=1):
+    for n, (path, text, headers, names, sites) in enumerate(jobs, start=1):
         if show:
             print(f"\rcompiling {n}/{len(jobs)} {path}\x1b[K", end="", file=sys.stderr, flush=True)
         request = CompileRequest(source=text, name=path, headers=headers, arch=config.arch, report=report,
@@ -63,7 +66,7 @@ def compile_results(
             compiled = cache.get_or_compile(request)
         except CompileError as exc:
             errors = [_header_hint(e, config) for e in parse_log(exc.log)]
-            found = ([placed(e, names, dict(headers), path, config.root) for e in errors] if errors else
+            found = ([placed(e, names, dict(headers), path, config.root, sites) for e in errors] if errors else
                      [_at_root(d, config.root) for d in exc.diagnostics])
             # One cause, one diagnostic: a header's error comes with every kernel, and one line can reach
             # the same error twice (`x.row(0) + r * n + c` is two additions on a row).
@@ -102,10 +105,11 @@ def _header_hint(error: LogError, config: Config) -> LogError:
 
 
 def placed(error: LogError, names: Mapping[str, str], headers: Mapping[str, str], kernel: str,
-           root: Path) -> Diagnostic:
+           root: Path, sites: Mapping[str, Site]) -> Diagnostic:
     """LG501 for one error of the log of ``kernel`` (its path under ``root``), at the user's line.
 
-    ``names`` maps each header's include name to its path under the root, ``headers`` to its text.
+    ``names`` maps each header's include name to its path under the root, ``headers`` to its text;
+    ``sites`` each view struct of the headers to its view's declaration (:func:`struct_sites`).
     An error in a header goes to the last place the instantiations name outside generated code (the
     template line that asked for it), else to the declaration of the view it is in, else to the header
     itself; the message names the header's line by its path under the root.
@@ -114,7 +118,7 @@ def placed(error: LogError, names: Mapping[str, str], headers: Mapping[str, str]
     if site is None or site.path not in names:  # a template's line, the kernel file's, or none: as NVRTC says
         return _at_root(Diagnostic("LG501", error.text(names), site, error.hint), root)
     header = f"{names[site.path]}:{site.line}"
-    declared = declared_at(headers[site.path], site.line)
+    declared = declared_at(headers[site.path], site.line, sites)
     generated = {*names, kernel}
     user = next((s for s in reversed(error.instantiated_at) if s.path not in generated), None)
     view = f", the view declared at {Site(str(root / declared.path), declared.line)}" if declared else ""
@@ -127,16 +131,16 @@ def placed(error: LogError, names: Mapping[str, str], headers: Mapping[str, str]
     return Diagnostic("LG501", error.text(names), Site(str(root / names[site.path]), site.line), error.hint)
 
 
-def declared_at(header: str, line: int) -> Site | None:
-    """The ``Declared at <spec>:<line>`` of the view struct around ``line`` of a views header, or None
-    where the line is in no view (layoutgen's own ``lg::Field``): the comment is above the struct, and
-    a ``}`` in the first column before it closes an earlier struct or namespace."""
+def declared_at(header: str, line: int, sites: Mapping[str, Site]) -> Site | None:
+    """The declaration of the view whose struct holds ``line`` of a views header, or None where the line is
+    in no view's struct (layoutgen's own ``lg::Field``). ``sites`` maps the view structs' names to their
+    declarations: the header names no spec line (a comment added above a declaration must change no
+    generated byte), so they come from the loaded spec. The struct is the nearest one opened in the first
+    column at or above ``line``."""
     lines = header.splitlines()
-    for text in reversed(lines[: max(line - 1, 0)]):
-        if m := _DECLARED.match(text):
-            return Site(m["path"], int(m["line"]))
-        if text.startswith("}"):
-            return None
+    for text in reversed(lines[: max(line, 0)]):
+        if m := _STRUCT.match(text):
+            return sites.get(m["name"])
     return None
 
 

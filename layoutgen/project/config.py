@@ -42,9 +42,12 @@ KEYS: dict[str, str] = {
                '["cuda/include"]; NVRTC searches them before the CUDA headers (default: none)',
     "templates": "folders that `{% include %}`, `{% import %}` and `{% from %}` in kernel templates search after "
                  "the template's own folder, relative to the project root (default: none)",
+    "build_archs": 'GPU architectures `layoutgen build` compiles every kernel for, into the generated packages, like '
+                   '["sm_80", "sm_90"] (default: none)',
 }
 
 _ARCH_RE = re.compile(r"sm_\d+a?")
+_BUILD_ARCH_RE = re.compile(r"sm_\d{2,3}[af]?")  # a cubin's: the `f` (family) form too
 _CODE_PREFIX = re.compile(r"LG\d{0,3}")
 
 
@@ -143,6 +146,16 @@ def _check_arch(value: object) -> str:
     return value
 
 
+def _check_build_archs(value: object) -> tuple[str, ...]:
+    expected = 'a list of architectures like ["sm_80", "sm_90"]'
+    if not isinstance(value, (list, tuple)):
+        raise _Invalid(expected)
+    for item in value:
+        if not isinstance(item, str) or not _BUILD_ARCH_RE.fullmatch(item):
+            raise _Invalid(expected, f"{_shown(item)} in {_shown(value)}")
+    return tuple(value)
+
+
 def _check_cache_dir(value: object) -> str | None:
     if value is None:
         return None
@@ -199,6 +212,7 @@ _CHECKS: dict[str, Callable[[object], object]] = {
     "warnings_as_errors": _check_debug,
     "include": _check_include,
     "templates": _check_templates,
+    "build_archs": _check_build_archs,
 }
 
 
@@ -240,6 +254,7 @@ class Config:
     warnings_as_errors: bool = False
     include: tuple[str, ...] = ()
     templates: tuple[str, ...] = ()
+    build_archs: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         for key in KEYS:

@@ -12,6 +12,7 @@ import json
 from collections.abc import Callable, Iterable
 
 from ..schema.diagnostics import CODES, Diagnostic, Severity, display_path
+from ..schema.words import plural
 
 #: The names :func:`render` accepts, the first the default.
 FORMATS = ("text", "json", "github")
@@ -107,21 +108,34 @@ def format_github(diags: Iterable[Diagnostic]) -> str:
     return "".join(out)
 
 
-def _plural(n: int, word: str) -> str:
-    return f"{n} {word}" if n == 1 else f"{n} {word}s"
-
-
 def summary_line(n_errors: int, n_warnings: int, n_specs: int) -> str:
     """The closing line of a check, like "Found 2 errors, 1 warning in 3 specs."."""
     if min(n_errors, n_warnings, n_specs) < 0:
         raise ValueError(f"counts must be 0 or more, got {n_errors}, {n_warnings}, {n_specs}")
-    specs = _plural(n_specs, "spec")
+    specs = plural(n_specs, "spec")
     if n_errors == 0 and n_warnings == 0:
         return f"All checks passed: {specs}, no errors."
-    found = _plural(n_errors, "error") if n_errors else "no errors"
+    found = plural(n_errors, "error") if n_errors else "no errors"
     if n_warnings:
-        found += f", {_plural(n_warnings, 'warning')}"
-    return f"Found {found} in {specs}."
+        found += f", {plural(n_warnings, 'warning')}"
+    # Without a spec the problem is the project's (LG506): "in 0 specs" would say it lies in none.
+    return f"Found {found}; no spec was checked." if n_specs == 0 else f"Found {found} in {specs}."
+
+
+def changed_line(n_files: int, n_specs: int) -> str:
+    """The closing line of ``generate``: "3 files changed in 1 spec.", "No files changed in 2 specs."."""
+    files = plural(n_files, "file") if n_files else "No files"
+    return f"{files} changed in {plural(n_specs, 'spec')}."
+
+
+def would_change_line(n_files: int) -> str:
+    """The closing line of ``generate --check`` when files would change."""
+    return f"{plural(n_files, 'generated file')} would change; run `layoutgen generate`."
+
+
+def up_to_date_line(n_specs: int) -> str:
+    """The closing line of ``generate --check`` when nothing would change."""
+    return f"Generated code is up to date ({plural(n_specs, 'spec')})."
 
 
 def render(diags: Iterable[Diagnostic], fmt: str, *, color: bool = False) -> str:

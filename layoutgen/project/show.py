@@ -19,8 +19,10 @@ from ..declare.unify import unify
 from ..schema import Layout
 from ..schema.diagnostics import display_path
 from ..schema.dims import shape_text, strides_text
+from ..codegen.render import relative
 from .config import Config
 from .report import format_text
+from .show_json import show_json
 from .specload import load_spec
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
@@ -54,14 +56,16 @@ def _find(spec: Spec, name: str) -> Layout | Binding | Program | None:
     return found or next((p for p in spec.programs if p.name == name), None)
 
 
-def _draw(spec: Spec, target: Layout | Binding | None, svg: str | None, png: str | None) -> int:
-    from ..diagrams.drawing import binding_svg, layout_svg, spec_svg  # only when drawing
+def _draw(spec: Spec, target: Layout | Binding | Program | None, svg: str | None, png: str | None) -> int:
+    from ..diagrams.drawing import binding_svg, layout_svg, program_svg, spec_svg  # only when drawing
     from ..diagrams.png import ConverterMissingError, svg_to_png
 
     if target is None:
         text = spec_svg(spec)
     elif isinstance(target, Layout):
         text = layout_svg(target)
+    elif isinstance(target, Program):
+        text = program_svg(spec, target)
     else:
         text = binding_svg(target)
     for path, write in ((svg, lambda p: p.write_text(text, encoding="utf-8")), (png, lambda p: svg_to_png(text, p))):
@@ -80,15 +84,17 @@ def _draw(spec: Spec, target: Layout | Binding | None, svg: str | None, png: str
 
 
 def show(config: Config, spec_file: Path, name: str | None, *, svg: str | None = None,
-         png: str | None = None) -> int:
+         png: str | None = None, color: bool = False, fmt: str = "text") -> int:
     """Print (or, with ``svg``/``png``, draw) the spec's layouts and bindings, or the one called ``name``.
 
-    Returns the exit code: 1 when the spec does not load, 2 when ``name`` is
-    neither a layout nor a binding of it or no PNG converter is there.
+    ``fmt="json"`` prints the JSON document of :mod:`layoutgen.project.show_json` instead of text (of
+    the one layout, binding or program called ``name``, where given). Returns the exit code: 1 when the
+    spec does not load, 2 when ``name`` is neither a layout nor a binding of it, no PNG converter is
+    there, or JSON is asked for with a drawing.
     """
     loaded = load_spec(spec_file)
     if loaded.spec is None:
-        print(format_text(list(loaded.diagnostics)), end="", file=sys.stderr)
+        print(format_text(list(loaded.diagnostics), color=color), end="", file=sys.stderr)
         return EXIT_FAILED
     spec = loaded.spec
     target = None if name is None else _find(spec, name)
@@ -99,11 +105,14 @@ def show(config: Config, spec_file: Path, name: str | None, *, svg: str | None =
         print(f"layoutgen: error: spec `{spec.name}` has no layout, kernel or program `{name}` "
               f"(its layouts: {layouts}; its kernels: {kernels}{programs})", file=sys.stderr)
         return EXIT_USAGE
-    if isinstance(target, Program):
+    if fmt == "json":
         if svg is not None or png is not None:
-            print(f"layoutgen: error: programs are not drawn; draw a kernel of `{target.name}` or a layout",
+            print("layoutgen: error: --format json prints the document and --svg/--png draw: give one of them",
                   file=sys.stderr)
             return EXIT_USAGE
+        print(show_json(spec, config.root, relative(spec_file, config.root), only=target), end="")
+        return EXIT_OK
+    if isinstance(target, Program) and svg is None and png is None:
         _print_program(spec, target)
         return EXIT_OK
     if svg is not None or png is not None:

@@ -28,6 +28,7 @@ from ..declare.program import Program
 from ..declare.spec import Spec
 from ..schema.diagnostics import Diagnostic, LayoutgenError, Site, display_path
 from ..schema.unknown import UnknownField, collecting_unknown_fields
+from .specfind import SPEC_FILE, spec_files_under
 
 
 @dataclass(frozen=True)
@@ -87,12 +88,16 @@ def _import(module: ModuleType, loader: Loader, path: Path) -> tuple[list[Unknow
 def load_spec(path: str | Path) -> Loaded:
     """Import ``path`` and return its one ``Spec``."""
     resolved = Path(path).resolve()
+    if resolved.is_dir():
+        return Loaded(resolved, None, (_folder(resolved),))
     if not resolved.is_file():
         return Loaded(resolved, None, (Diagnostic("LG504", f"spec module {display_path(str(resolved))} does not exist"),))
     name = _module_name(resolved)
     module_spec = importlib.util.spec_from_file_location(name, resolved)
     if module_spec is None or module_spec.loader is None:
-        return Loaded(resolved, None, (Diagnostic("LG504", f"{display_path(str(resolved))} is not a Python module"),))
+        return Loaded(resolved, None, (Diagnostic(
+            "LG504", f"{display_path(str(resolved))} is not a Python module",
+            hint="give a spec module: a .py file that defines a `Spec(...)`"),))
     module = importlib.util.module_from_spec(module_spec)
     sys.modules[name] = module  # dataclasses and pickling look modules up by name
     # Like `python spec.py`: the spec's folder is importable while it loads, so
@@ -118,6 +123,17 @@ def load_spec(path: str | Path) -> Loaded:
     if len(specs) != 1:
         return Loaded(resolved, None, (_not_one_spec(specs, resolved),))
     return Loaded(resolved, specs[0], tuple(_unlisted_programs(module, specs[0], resolved)))
+
+
+def _folder(path: Path) -> Diagnostic:
+    """LG504 for a folder where one spec module is wanted, naming the spec modules in it, if any."""
+    inside = [display_path(str(p)) for p in spec_files_under(path)]
+    if inside:
+        return Diagnostic("LG504", f"{display_path(str(path))} is a folder, not a spec module",
+                          hint=f"give one of the spec modules in it: {', '.join(inside)}")
+    return Diagnostic("LG504", f"{display_path(str(path))} is a folder and holds no spec module",
+                      hint=f"give a spec module (a .py file that defines a `Spec(...)`), or a folder that holds one "
+                      f"named {SPEC_FILE}")
 
 
 def _not_one_spec(specs: list[Spec], path: Path) -> Diagnostic:

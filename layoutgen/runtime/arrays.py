@@ -126,6 +126,12 @@ def _from_torch(t: Any) -> ArrayInfo:
 _TORCH_NAMES: dict[Any, str] = {}  # torch dtype -> numpy name; ``str(dtype)`` once per dtype
 
 
+def torch_dtype_name(dtype: Any) -> str:
+    """A torch dtype's numpy name ("float32"), as :func:`array_info` reads a tensor's (its text where none)."""
+    text = str(dtype)
+    return _TORCH_DTYPES.get(text, text)
+
+
 def _from_interface(a: Any) -> ArrayInfo:
     cai = a.__cuda_array_interface__
     ptr, readonly = cai["data"]

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..schema.diagnostics import Diagnostic
+from ..schema.words import plural
 from .errors import LaunchError
 from .plan import KernelSpec
 
@@ -72,7 +73,7 @@ def check_fault(spec: KernelSpec, module: Any, stream: Any) -> None:
         tile = spec.shared[-1 - param].name
         raise KernelFault(Diagnostic(
             "LG611", f"`{spec.name}` indexed shared tile `{tile}` at row {row}, column {col}, outside the tile "
-            f"({rows} rows, {width} columns); the thread stopped before the access",
+            f"({plural(rows, 'row')}, {plural(width, 'column')}); the thread stopped before the access",
             hint="index a tile with rows below its capacity and columns below its width, and copy at most its "
             "capacity of rows in or out",
         ))
@@ -86,7 +87,7 @@ def check_fault(spec: KernelSpec, module: Any, stream: Any) -> None:
         ))
     raise KernelFault(Diagnostic(
         "LG611", f"`{spec.name}` indexed `{p.name}` ({p.view}) at row {row}, column {col}, outside the field "
-        f"({rows} rows, {width} columns); the thread stopped before the access",
+        f"({plural(rows, 'row')}, {plural(width, 'column')}); the thread stopped before the access",
         hint="index the field with rows below rows() and columns below width; the generated view's constants "
         "come from the layout",
     ))

@@ -8,8 +8,10 @@ checks that no written argument shares memory with another, that the grid
 fits a CUDA grid, the autograd state of written torch tensors and the
 stream, and only then looks for the device and launches (:mod:`.driver`) on
 the current CuPy stream or the one passed. Nothing is compiled until the
-first launch; the cubin comes from the on-disk cache. The debug build's
-checks around a launch are in :mod:`.debug`.
+first launch; the cubin is the one ``layoutgen build`` shipped in the
+package's ``cubins/`` where one fits the device (:mod:`.prebuilt`), else it
+comes from the on-disk cache or NVRTC. The debug build's checks around a
+launch are in :mod:`.debug`.
 
 A kernel's scalars are given after its arrays; each value is checked first
 (:func:`.validate.check_scalar`: its kind, its C type's range, NaN and Inf
@@ -29,6 +31,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from ..schema.words import plural
 from .arrays import ArrayKindError, array_info, is_torch_tensor
 from .cache import CubinCache
 from .debug import check_fault, clear_fault, scan_outputs
@@ -79,7 +82,7 @@ class KernelLauncher:
         spec = self.spec
         params = spec.params
         if len(arrays) != len(params):
-            raise launch_error("LG601", f"`{spec.name}` takes {len(params)} arrays, got {len(arrays)}")
+            raise launch_error("LG601", f"`{spec.name}` takes {plural(len(params), 'array')}, got {len(arrays)}")
         bound: dict[str, int] = {}
         pointers = []
         passed = self._passed
@@ -169,7 +172,8 @@ class KernelLauncher:
             with self._lock:
                 fn = self._functions.get(key)
                 if fn is None:
-                    module = self._modules[key] = _load(self.compile_request(arch), self.cache())
+                    module = self._modules[key] = _load(self.compile_request(arch), self.cache(), self.folder,
+                                                        self.spec.source)
                     kernel = module.get_function(self.spec.name)
                     n_values = len(self.spec.params) + len(self.spec.scalars) + len(self.spec.symbols)
                     fn = self._functions[key] = make_launch(kernel, n_values, self.spec.name)
@@ -210,9 +214,9 @@ class KernelLauncher:
         n = len(spec.params)
         if len(arguments) != n + len(spec.scalars):
             raise launch_error(
-                "LG601", f"`{spec.name}` takes {n} arrays ({', '.join(p.name for p in spec.params)}), then "
-                f"{len(spec.scalars)} scalars ({', '.join(s.name for s in spec.scalars)}), got {len(arguments)} "
-                "arguments")
+                "LG601", f"`{spec.name}` takes {plural(n, 'array')} ({', '.join(p.name for p in spec.params)}), "
+                f"then {plural(len(spec.scalars), 'scalar')} ({', '.join(s.name for s in spec.scalars) or 'none'}), "
+                f"got {plural(len(arguments), 'argument')}")
         return arguments[:n], [check_scalar(spec.name, s, v) for s, v in zip(spec.scalars, arguments[n:])]
 
     def __call__(self, *arguments: Any, stream: Any = None) -> None:
@@ -364,8 +368,10 @@ _FAST_READERS = _Readers()
 _CUPY_NDARRAY: Any = None  # cupy.ndarray once a launch was planned: read inline on the hot path
 
 
-def _load(request: CompileRequest, cache: CubinCache) -> Any:
-    """Compile (or fetch from the cache) and load one kernel's module: the bytes the cache verified."""
+def _load(request: CompileRequest, cache: CubinCache, folder: Path, source: str) -> Any:
+    """Load one kernel's module: the shipped cubin that fits the device, else compiled (or fetched from the
+    cache); either way the bytes that were verified. LG626 where none fits and compiling is forbidden."""
     from .cubin_module import LoadedCubin
+    from .prebuilt import load_module
 
-    return LoadedCubin(cache.load(request))
+    return load_module(folder, Path(source).stem, request, lambda: cache.load(request), LoadedCubin)

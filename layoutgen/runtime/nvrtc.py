@@ -4,7 +4,10 @@ Always a **cubin** for an explicit ``sm_XX``, never PTX: a cubin from a newer
 NVRTC loads on an older driver, PTX does not (see DESIGN.md, "Runtime").
 ``cupy.cuda.nvrtc`` needs no GPU, so this runs in CI; CuPy is imported only
 when something is compiled, so importing this module is cheap and works
-without CuPy.
+without CuPy. The NVRTC is whichever CuPy loads: ``layoutgen[cuda12]``
+installs ``cupy-cuda12x`` with NVRTC 12 (cubins for CUDA 12 drivers),
+``layoutgen[cuda13]`` ``cupy-cuda13x`` with NVRTC 13; the CUDA headers it
+is given are those of the same major version.
 
 Default options are ``-arch=<arch>``, ``--std=c++17`` (left out when the
 request's options choose a standard), ``-I`` for each of the request's
@@ -40,7 +43,8 @@ __all__ = [
 _ARCH = re.compile(r"sm_\d{2,3}[af]?")
 _ARCH_OPTIONS = ("-arch", "--gpu-architecture")
 _STD_OPTIONS = ("-std", "--std")
-_INSTALL_HINT = "install layoutgen[compile] (nvidia-cuda-nvrtc, nvidia-cuda-runtime) and cupy-cuda13x"
+_INSTALL_HINT = ("install layoutgen[cuda13] (CuPy, NVRTC and the CUDA headers for a CUDA 13 driver) or layoutgen[cuda12] "
+                 "(the same for a CUDA 12 driver)")
 
 
 @dataclass(frozen=True)
@@ -95,7 +99,7 @@ class CompileRequest:
         if not any(o.startswith(_STD_OPTIONS) for o in self.options):
             opts.append("--std=c++17")
         opts += [f"-I{d}" for d in self.include_dirs]  # first, as nvcc searches -I before the system's
-        opts += [f"-I{d}" for d in paths.cuda_include_dirs()]
+        opts += [f"-I{d}" for d in paths.cuda_include_dirs(_loaded_major())]  # the headers of this NVRTC's major
         opts += self.options
         opts.append("--ptxas-options=-v")  # always: the resources cost nothing and keep the key report-free
         return tuple(opts)
@@ -214,6 +218,15 @@ def nvrtc_version() -> tuple[int, int]:
     """NVRTC's (major, minor) version. Raises :class:`NvrtcUnavailableError`."""
     major, minor = _load_nvrtc().getVersion()
     return int(major), int(minor)
+
+
+def _loaded_major() -> int | None:
+    """NVRTC's major version where it can be loaded, else None (then no header folder is left out for its
+    version: nothing can compile anyway, and the options still name the folders)."""
+    try:
+        return nvrtc_version()[0]
+    except NvrtcUnavailableError:
+        return None
 
 
 @functools.cache

@@ -29,7 +29,8 @@ _UNSITED = re.compile(
 _MISSING_HEADER = "open source file"  # "cannot open …", "could not open …"
 _HEADER_HINT = (
     f"CUDA headers are searched in `{paths.CUDA_INCLUDE_ENV}` or, where it is unset, the "
-    "nvidia-cuda-runtime wheel and the CUDA toolkit (install layoutgen[compile]); "
+    "nvidia-cuda-runtime wheel and the CUDA toolkit of NVRTC's major version (install layoutgen[cuda13], or "
+    "layoutgen[cuda12] for NVRTC 12); "
     "other headers must be passed in the request's `headers`"
 )
 

@@ -10,7 +10,15 @@ One place to look (FlashInfer's ``jit/env.py`` does the same):
                           :data:`os.pathsep`; replaces the search below
 ``CUDA_PATH``,            toolkits whose ``include`` folder is searched
 ``CUDA_HOME``             after the ``nvidia-cuda-runtime`` wheel's
+``LAYOUTGEN_NO_JIT``      ``1``: launchers load only the cubins that
+                          ``layoutgen build`` shipped with the generated
+                          package and refuse (LG626) to compile one at run
+                          time; unset, empty or ``0``: they may compile
 ========================  ==================================================
+
+Which NVRTC runs is not a path: it is the one CuPy loads (``cupy-cuda12x``
+loads NVRTC 12, ``cupy-cuda13x`` NVRTC 13). The CUDA headers given to it are
+those of its own major version (:func:`cuda_include_dirs`).
 
 Everything is computed when called, not at import, so a changed environment
 (or a test's ``monkeypatch.setenv``) takes effect at once.
@@ -18,8 +26,10 @@ Everything is computed when called, not at import, so a changed environment
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import os
+import re
 from pathlib import Path
 
 #: Environment variable naming the cache root.
@@ -29,9 +39,17 @@ CUDA_INCLUDE_ENV = "LAYOUTGEN_CUDA_INCLUDE"
 #: Toolkit roots tried after the wheel, in this order; the last is a fixed path.
 TOOLKIT_ENVS = ("CUDA_PATH", "CUDA_HOME")
 DEFAULT_TOOLKIT = Path("/usr/local/cuda")
-#: Sub-folders of the ``nvidia`` namespace package that hold CUDA headers:
-#: ``nvidia-cuda-runtime`` 13.x installs them under ``nvidia/cu13/include``.
-WHEEL_INCLUDE_SUBDIRS = ("cu13/include",)
+#: Sub-folders of the ``nvidia`` namespace package that hold CUDA headers: ``nvidia-cuda-runtime`` 13.x
+#: installs them under ``nvidia/cu13/include``, ``nvidia-cuda-runtime-cu12`` under ``nvidia/cuda_runtime/include``.
+#: Which one NVRTC gets is decided by the version the headers declare, not by this order.
+WHEEL_INCLUDE_SUBDIRS = ("cu13/include", "cuda_runtime/include")
+#: Environment variable that forbids launchers to compile at run time (``1``); see :func:`jit_forbidden`.
+NO_JIT_ENV = "LAYOUTGEN_NO_JIT"
+#: The folder of a generated package that holds the cubins of ``layoutgen build``, and its manifest.
+PREBUILT_DIR = "cubins"
+PREBUILT_MANIFEST = "manifest.json"
+# `#define CUDART_VERSION 12090` in cuda_runtime_api.h: the CUDA version of a folder of headers.
+_CUDART_VERSION = re.compile(rb"^#define\s+CUDART_VERSION\s+(\d+)", re.M)
 
 
 def cache_dir() -> Path:
@@ -92,13 +110,17 @@ def toolkit_include_dirs() -> list[Path]:
     return [root / "include" for root in roots if (root / "include").is_dir()]
 
 
-def cuda_include_dirs() -> tuple[Path, ...]:
+def cuda_include_dirs(nvrtc_major: int | None = None) -> tuple[Path, ...]:
     """The folders NVRTC searches for CUDA headers (``cuda_fp16.h`` …), in order.
 
     ``$LAYOUTGEN_CUDA_INCLUDE`` (``os.pathsep``-separated), when set, is used
     as given and replaces the search. Otherwise: the ``nvidia-cuda-runtime``
-    wheel's folder first (it matches the ``nvidia-cuda-nvrtc`` wheel), then
-    the toolkits of :func:`toolkit_include_dirs`. Each folder is followed by
+    wheels' folders first (they match the ``nvidia-cuda-nvrtc`` wheels), then
+    the toolkits of :func:`toolkit_include_dirs`. With ``nvrtc_major`` (the
+    NVRTC that will compile), a folder whose headers declare another CUDA
+    major version (:func:`header_major`) is left out: CUDA 13's headers are
+    not CUDA 12's, and an NVRTC given the other major's headers fails or,
+    worse, compiles against declarations its runtime does not have. Each folder is followed by
     its ``cccl`` sub-folder where one exists (CUDA 13 keeps ``<cuda/std/…>``,
     CUB and Thrust there; nvcc adds it implicitly, NVRTC does not). Folders
     that resolve to the same place (``/usr/local/cuda`` → ``cuda-13.0``)
@@ -111,6 +133,8 @@ def cuda_include_dirs() -> tuple[Path, ...]:
     else:
         dirs = []
         for base in wheel_include_dirs() + toolkit_include_dirs():
+            if nvrtc_major is not None and header_major(base) not in (None, nvrtc_major):
+                continue
             dirs.append(base)
             if (base / "cccl").is_dir():
                 dirs.append(base / "cccl")
@@ -127,3 +151,37 @@ def _dedup(dirs: list[Path]) -> tuple[Path, ...]:
             seen.add(real)
             out.append(d)
     return tuple(out)
+
+
+def header_major(folder: Path) -> int | None:
+    """The CUDA major version the headers in ``folder`` declare (``CUDART_VERSION`` of its
+    ``cuda_runtime_api.h``: 12090 is 12), or None where that file or the line is not there. Raises nothing."""
+    path = folder / "cuda_runtime_api.h"
+    try:
+        stat = path.stat()
+    except OSError:
+        return None
+    return _declared_major(str(path), stat.st_mtime_ns, stat.st_size)
+
+
+@functools.lru_cache(maxsize=64)
+def _declared_major(path: str, mtime_ns: int, size: int) -> int | None:
+    """:func:`header_major` of one file as it is now (the key holds its time and size: an edit reads it again)."""
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(1 << 16)  # the define is near the top (line 139 in 12.9 and 13.5)
+    except OSError:
+        return None
+    m = _CUDART_VERSION.search(head)
+    return int(m[1]) // 1000 if m else None
+
+
+def jit_forbidden() -> bool:
+    """True when ``$LAYOUTGEN_NO_JIT`` forbids compiling at run time: set to anything but ``""`` or ``"0"``
+    (``1`` is the documented value). Raises nothing."""
+    return os.environ.get(NO_JIT_ENV, "").strip() not in ("", "0")
+
+
+def prebuilt_dir(module_folder: Path) -> Path:
+    """Where ``layoutgen build`` puts the cubins of the generated package in ``module_folder``. Raises nothing."""
+    return module_folder / PREBUILT_DIR

@@ -21,6 +21,7 @@ from typing import Any
 
 from ..schema.diagnostics import Diagnostic
 from ..schema.scalars import describe_value
+from ..schema.words import plural
 from .driver import Launch, check_stream, cupy_stream, device_arch, find_device, no_device_error
 from .errors import LaunchError, launch_error
 from .launch import KernelLauncher
@@ -103,7 +104,7 @@ class ProgramRunner:
         value its scalar type cannot take (named `program.value`)."""
         spec = self.spec
         if len(values) != len(spec.values):
-            raise launch_error("LG601", f"program `{spec.name}` takes {len(spec.values)} values ("
+            raise launch_error("LG601", f"program `{spec.name}` takes {plural(len(spec.values), 'value')} ("
                                f"{', '.join(v.name for v in spec.values) or 'none'}), got {len(values)}")
         return {v.name: check_scalar(spec.name, v, given) for v, given in zip(spec.values, values)}
 

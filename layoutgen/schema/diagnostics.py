@@ -81,6 +81,10 @@ CODES: dict[str, Code] = _registry(
     Code("LG217", "shared-memory-too-large", _E, "a kernel's static shared memory is more than its target arch allows a block"),
     Code("LG218", "invalid-grid", _E, "a grid's arguments are malformed, or it counts blocks in a symbol its kernel lacks"),
     Code("LG219", "invalid-shared-memory", _E, "a shared-memory array is malformed, clashes with a name, or its size is unknown"),
+    Code("LG220", "invalid-torch-option", _E, "a spec's `torch` or `autograd` is malformed, or pairs bindings it does not have"),
+    Code("LG221", "invalid-autograd-pair", _E, "an Autograd pair's forward or backward is no binding, one binding, or updates in place"),
+    Code("LG222", "autograd-saves-mismatch", _E, "a value an Autograd pair saves is no forward parameter, or fits no backward one"),
+    Code("LG223", "autograd-grads-mismatch", _E, "an Autograd gradient pairs the wrong parameters, or a backward parameter gets no value"),
     # LG3xx: a program's launches disagree about who writes and reads what.
     Code("LG301", "read-before-write", _E, "a launch reads columns that no earlier launch wrote and no input provides"),
     Code("LG302", "overlapping-writers", _E, "two writes cover the same columns of one buffer without `overwrites=`"),
@@ -112,6 +116,8 @@ CODES: dict[str, Code] = _registry(
     Code("LG514", "missing-folder", _E, "a folder that `include` or `templates` of [tool.layoutgen] names is not there"),
     Code("LG515", "unknown-block", _E, "a kernel template defines a Jinja block other than `preamble`"),
     Code("LG516", "shadowed-header", _E, "a project header has the name of the spec's views header, which kernels get instead"),
+    Code("LG520", "stale-prebuilt", _E, "cubins that `layoutgen build` wrote are not of the kernels the spec generates now"),
+    Code("LG521", "no-build-archs", _E, "`layoutgen build` was given no architectures to build for"),
     # LG6xx: a launch was refused before the kernel ran.
     Code("LG601", "wrong-shape", _E, "an array's shape does not match its layout"),
     Code("LG602", "wrong-dtype", _E, "an array's dtype does not match its layout"),
@@ -137,6 +143,12 @@ CODES: dict[str, Code] = _registry(
     Code("LG623", "graph-scalar-mismatch", _E, "a graph replay was given a value other than the one it was captured with"),
     Code("LG624", "shared-memory-over-device-limit", _E, "a launch needs more shared memory a block than its device allows"),
     Code("LG625", "no-resident-block", _E, "a persistent grid's kernel cannot keep one block resident on the device"),
+    Code("LG626", "jit-forbidden", _E, "no shipped cubin fits the device and LAYOUTGEN_NO_JIT forbids compiling one"),
+    Code("LG627", "prebuilt-fallback", _N, "a launcher compiles with NVRTC although its package ships cubins: none fits"),
+    Code("LG629", "torch-unavailable", _E, "a generated torch module is imported where torch 2.5 or newer is not"),
+    Code("LG630", "torch-namespace-taken", _E, "another generated module already registered torch operators in this namespace"),
+    Code("LG631", "negative-size-argument", _E, "a functional torch operator was given a negative size for a symbol"),
+    Code("LG632", "no-double-backward", _E, "a generated autograd pair was differentiated twice (create_graph=True)"),
 )
 
 

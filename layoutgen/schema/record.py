@@ -16,6 +16,7 @@ from .diagnostics import LayoutError, Site, layout_error
 from .dims import Dim, Size, as_shape, shape_text
 from .fields import Entry, Field, Group, Pad
 from .names import name_problem
+from .words import plural
 
 Kind = Literal["record", "group", "field", "pad"]
 
@@ -146,7 +147,7 @@ def _extent(entry: Entry, cursor: int, ctx: _Context, owner: str) -> tuple[int, 
                                "`cols=` or `width=`", site)
         if entry.width is not None and entry.width != count.coef:
             raise layout_error("LG108", f"{what} of `{owner}` is declared {entry.width} wide but its shape "
-                               f"{shape_text(entry.shape)} has {count.coef} elements", site)
+                               f"{shape_text(entry.shape)} has {plural(count.coef, 'element')}", site)
         if entry.cols is None:
             return cursor, cursor + count.coef
         entry = Field(entry.name, count.coef, entry.cols, site=site)  # checks cols as for a flat field
@@ -360,8 +361,9 @@ def _resolve_run(entries: object, width: object, layout: str, ctx: _Context, sit
         axis = ctx.unit_name == "entry"
         raise layout_error(
             "LG108",
-            f"the named axis of `{layout}` is declared with {declared} entries but its ranges end at entry {extent}"
-            if axis else f"`{layout}` is declared {declared} columns wide but its fields end at column {extent}",
+            f"the named axis of `{layout}` is declared with {plural(declared, 'entry')} but its ranges end at entry "
+            f"{extent}" if axis else
+            f"`{layout}` is declared {plural(declared, 'column')} wide but its fields end at column {extent}",
             site,
             hint=f"declare the rest with Pad({declared - extent}) or set {'size' if axis else 'width'}={extent}",
         )

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from .dims import Size, shape_text, strides_text
+from .words import plural
 
 if TYPE_CHECKING:
     from .view import LayoutLike
@@ -20,7 +21,8 @@ def layout_table(layout: LayoutLike) -> str:
     lines = [
         f"{layout.name} {shape_text(layout.shape)} {layout.dtype}"
         + (" read-only" if layout.read_only else "")
-        + f"  (row stride {layout.row_elements} elements, {Size(layout.row_bytes, layout.column_unit.symbols)} bytes)"
+        + f"  (row stride {plural(layout.row_elements, 'element')}, "
+        f"{plural(Size(layout.row_bytes, layout.column_unit.symbols), 'byte')})"
     ]
     if layout.doc:
         lines.append(f"  {layout.doc}")
@@ -45,7 +47,8 @@ def layout_table(layout: LayoutLike) -> str:
     lines.append("  " + _row(header, widths))
     lines.extend("  " + _row(r, widths) for r in body)
     if layout.axis_ranges is not None:
-        lines.append(f"  named ranges of axis {layout.named_axis} ({layout.dims[layout.named_axis or 0]} rows):")
+        axis_rows = plural(layout.dims[layout.named_axis or 0], "row")
+        lines.append(f"  named ranges of axis {layout.named_axis} ({axis_rows}):")
         rows = [["range", "rows", "count", "offset", "strides"]]
         for depth, region in layout.axis_ranges.walk():
             if region.kind == "pad":

@@ -1,5 +1,6 @@
 // Host emulation of a CUDA block, for CPU tests of cooperative kernels: every thread of a block is a
-// host thread (threadIdx is thread_local), __syncthreads() is a barrier across them, shared memory is
+// host thread (threadIdx is thread_local), __syncthreads() is a barrier across them (__syncwarp() and
+// __shfl_xor_sync() one across each warp), shared memory is
 // one buffer the block's threads share (blocks run one after another), and atomicAdd on float is a
 // compare-and-swap loop. Only what the generated kernels and their views use is here; cp.async and
 // the debug build's device code stay behind `__CUDA_ARCH__`, which the host does not define.
@@ -7,6 +8,7 @@
 #include <barrier>
 #include <cmath>
 #include <cstring>
+#include <deque>
 #include <thread>
 #include <vector>
 #define __global__
@@ -21,10 +23,23 @@ struct lg_dim3 { unsigned x = 0, y = 0, z = 0; };
 static lg_dim3 blockIdx, blockDim, gridDim;
 static thread_local lg_dim3 threadIdx;
 static std::barrier<>* lg_host_barrier = nullptr;
+static std::vector<std::barrier<>*> lg_warp_barriers;  // one a warp of the block running
+static float lg_exchange[1024];  // what each lane offers a shuffle
 // The dynamic shared memory of the block running (`extern __shared__ unsigned char lg_shared[]`).
 alignas(16) unsigned char lg_shared[256 * 1024];
 
 inline void __syncthreads() { lg_host_barrier->arrive_and_wait(); }
+inline void __syncwarp(unsigned = 0xffffffffu) { lg_warp_barriers[threadIdx.x / 32]->arrive_and_wait(); }
+// A butterfly shuffle of the whole warp: every lane offers its value, then reads its partner's.
+inline float __shfl_xor_sync(unsigned, float value, int lane_mask) {
+    const unsigned t = threadIdx.x;
+    lg_exchange[t] = value;
+    __syncwarp();
+    const float got = lg_exchange[(t & ~31u) | ((t & 31u) ^ static_cast<unsigned>(lane_mask))];
+    __syncwarp();
+    return got;
+}
+inline float rsqrtf(float x) { return 1.0f / std::sqrt(x); }
 inline float __int_as_float(int i) { float f; std::memcpy(&f, &i, sizeof f); return f; }
 inline float atomicAdd(float* address, float value) {
     unsigned* word = reinterpret_cast<unsigned*>(address);
@@ -48,6 +63,12 @@ void lg_host_run(unsigned grid, unsigned block, Kernel kernel) {
         blockIdx.x = b;
         std::barrier<> barrier(block);
         lg_host_barrier = &barrier;
+        std::deque<std::barrier<>> warps;  // barriers cannot move: a deque keeps them where they are made
+        lg_warp_barriers.clear();
+        for (unsigned w = 0; w < (block + 31) / 32; ++w) {
+            warps.emplace_back(static_cast<std::ptrdiff_t>(block - w * 32 < 32 ? block - w * 32 : 32));
+            lg_warp_barriers.push_back(&warps.back());
+        }
         std::vector<std::thread> threads;
         for (unsigned t = 0; t < block; ++t)
             threads.emplace_back([t, &kernel] { threadIdx.x = t; kernel(); });

@@ -1,0 +1,114 @@
+"""Per-call host cost of the generated torch operators, beside the launcher, torch's floor and Triton.
+
+Run on a GPU machine with torch (and, for its row, Triton) from the repository root:
+
+    PYTHONPATH=. python3 benchmarks/bench_torch.py
+
+Each row calls an empty kernel with the VSN forward's five arrays (torch tensors), N times back to
+back, and reports the host time per call (median of several rounds):
+
+- the generated launcher called directly (validates the five arrays);
+- the mutating operator `ops.empty.mutating(x, W, b, gates, y)` (the launcher behind torch's dispatcher);
+- the functional operator `ops.empty(x, W, b)`, which also allocates `gates` and `y`;
+- an empty operator defined with `Library.define`/`impl` whose Python kernel does nothing: the least a
+  Python-implemented torch operator costs (what the mutating operator adds to the launcher, at best);
+- an empty Triton kernel with the same arguments.
+
+Prints a table; no assertion.
+"""
+
+from __future__ import annotations
+
+import importlib
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+N, ROUNDS = 20000, 7
+
+try:  # Triton resolves a kernel's globals at compile time: define it at module level
+    import triton
+    import triton.language as tl
+
+    @triton.jit
+    def triton_empty(x, w, b, g, y, nb, nk, BLOCK: tl.constexpr):  # type: ignore[no-untyped-def]
+        pass
+
+except ImportError as exc:  # pragma: no cover - reported in the table
+    triton_empty = None
+    TRITON_MISSING = str(exc)
+
+
+def per_call_us(fn: Callable[[], object], sync: Callable[[], None]) -> float:
+    for _ in range(2000):
+        fn()
+    sync()
+    rounds = []
+    for _ in range(ROUNDS):
+        start = time.perf_counter()
+        for _ in range(N):
+            fn()
+        sync()
+        rounds.append((time.perf_counter() - start) / N * 1e6)
+    return statistics.median(rounds)
+
+
+def generated_package(out: Path):  # type: ignore[no-untyped-def]
+    """Generate benchmarks/torch/spec.py into ``out``; the package and its torch module, imported."""
+    from layoutgen.cli import main
+
+    code = main(["generate", "--quiet", "--out", str(out.relative_to(ROOT)), str(ROOT / "benchmarks/torch/spec.py")])
+    if code:
+        sys.exit(code)
+    sys.path.insert(0, str(out))
+    return importlib.import_module("torch_bench"), importlib.import_module("torch_bench.torch_ops")
+
+
+def main() -> None:
+    import torch
+
+    B, K = 64, 32
+    x = torch.randn(B, K, 56, device="cuda")
+    w = torch.randn(40, 40, device="cuda")
+    b = torch.randn(40, device="cuda")
+    gates = torch.empty(B, K, 40, device="cuda")
+    y = torch.empty(B, K, 40, device="cuda")
+    sync = torch.cuda.synchronize
+
+    # torch's floor: an operator of the same schema whose kernel does nothing
+    floor = torch.library.Library("layoutgen_bench_floor", "DEF")
+    floor.define("noop(Tensor x, Tensor W, Tensor b, Tensor(a!) gates, Tensor(b!) y) -> ()")
+    floor.impl("noop", lambda x, W, b, gates, y: None, "CUDA")
+    noop = torch.ops.layoutgen_bench_floor.noop.default
+
+    rows: list[tuple[str, float]] = []
+    with tempfile.TemporaryDirectory(dir=ROOT) as tmp:
+        package, torch_module = generated_package(Path(tmp))
+        ops = torch_module.ops
+        mutating, functional = ops.empty.mutating, ops.empty.default
+        rows.append(("layoutgen launcher (torch tensors)", per_call_us(lambda: package.empty(x, w, b, gates, y), sync)))
+        rows.append(("mutating operator (.mutating)", per_call_us(lambda: mutating(x, w, b, gates, y), sync)))
+        rows.append(("functional operator (allocates 2 outputs)", per_call_us(lambda: functional(x, w, b), sync)))
+        rows.append(("empty define/impl operator (torch's floor)", per_call_us(lambda: noop(x, w, b, gates, y), sync)))
+        print(f"launch path: {type(package._lg_kernel_empty.function(0, 'sm_90')).__name__}")
+
+    if triton_empty is not None:
+        grid = ((B * K + 127) // 128,)
+        rows.append(("Triton launch (torch tensors)",
+                     per_call_us(lambda: triton_empty[grid](x, w, b, gates, y, B, K, BLOCK=128), sync)))
+    else:
+        rows.append((f"Triton unavailable: {TRITON_MISSING}", float("nan")))
+
+    base = rows[0][1]
+    print(f"{'path':<44} {'µs/call':>9} {'vs launcher':>12}")
+    for name, us in rows:
+        print(f"{name:<44} {us:>9.2f} {us / base:>11.2f}×")
+    print(f"device: {torch.cuda.get_device_name(0)}, torch {torch.__version__}, N={N}, median of {ROUNDS} rounds")
+
+
+if __name__ == "__main__":
+    main()
