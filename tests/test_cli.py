@@ -701,3 +701,28 @@ def test_check_reports_a_template_that_is_not_utf8_as_lg402_not_a_traceback(tmp_
         "  hint: save the template as UTF-8\n"
         "Found 1 error in 1 spec.\n"
     )
+
+
+def test_a_spec_imports_its_neighbours_afresh_in_one_process(tmp_path: Path) -> None:
+    """A neighbour module imported earlier in the process (a notebook, an earlier command) is not reused:
+    the spec sees the file as it is now, and what was imported before is put back."""
+    import sys
+
+    from layoutgen.project.specload import load_spec
+
+    (tmp_path / "shapes.py").write_text("WIDTH = 4\n")
+    (tmp_path / "spec.py").write_text(
+        "from layoutgen import Layout, Spec, dims, f32\nfrom shapes import WIDTH\n(N,) = dims('N')\n"
+        "spec = Spec('fresh', layouts=[Layout('Rows', [N], f32, width=WIDTH)])\n")
+    sys.path.insert(0, str(tmp_path))
+    try:
+        import shapes  # type: ignore[import-not-found]
+
+        (tmp_path / "shapes.py").write_text("WIDTH = 8\n")
+        loaded = load_spec(tmp_path / "spec.py")
+        assert loaded.spec is not None, loaded.diagnostics
+        assert loaded.spec.layouts[0].width == 8
+        assert sys.modules["shapes"] is shapes and shapes.WIDTH == 4
+    finally:
+        sys.path.remove(str(tmp_path))
+        sys.modules.pop("shapes", None)

@@ -65,3 +65,34 @@ def test_a_layer_norm_a_warp_per_two_rows_matches_float64(layer_norm: Any, rows:
     var = ((x - mean) ** 2).mean(axis=-1, keepdims=True)
     want = (x - mean) / np.sqrt(var + eps) * affine[:40] + affine[40:]
     assert np.max(np.abs(y - want)) < 1e-4 * max(1.0, float(np.max(np.abs(want))))
+
+
+@pytest.fixture(scope="module")
+def softmax_gate(rendered: Any, tmp_path_factory: pytest.TempPathFactory) -> Any:
+    tmp = tmp_path_factory.mktemp("warps_softmax_host")
+    for name, text in rendered.files.items():
+        (tmp / Path(name).name).write_text(text, encoding="utf-8")
+    return cooperative(tmp, tmp / "softmax_gate_warps.cu", "softmax_gate_warps",
+                       "const float* x, float* gates, float* y, long long B, long long K")
+
+
+@pytest.mark.parametrize("rows", [1, 3, 4, 5, 130])  # 4 warps of 1 row a block
+def test_the_tutorials_warp_softmax_matches_float64(softmax_gate: Any, rows: int) -> None:
+    rng = np.random.default_rng()
+    window = rng.normal(size=(rows, 1, 56)).astype(np.float32)
+    window[..., 40:] = 1e4  # context: a wrong stride would read it
+    gates, y = np.full((rows, 1, 40), np.nan, np.float32), np.full((rows, 1, 40), np.nan, np.float32)
+    pointer = ctypes.c_void_p
+    softmax_gate(pointer(window.ctypes.data), pointer(gates.ctypes.data), pointer(y.ctypes.data),
+                 ctypes.c_longlong(rows), ctypes.c_longlong(1), ctypes.c_int(-(-rows // 4)), ctypes.c_int(128))
+    x = window[..., :40].astype(np.float64)
+    want = np.exp(x - x.max(axis=-1, keepdims=True))
+    want /= want.sum(axis=-1, keepdims=True)
+    assert np.max(np.abs(gates - want)) < 1e-6 and np.max(np.abs(y - want * x)) < 1e-5
+
+
+def test_the_tutorial_shows_the_kernel_run_here() -> None:
+    """docs/tutorial.md's warp softmax is this spec's template, byte for byte: what the tutorial shows ran."""
+    tutorial = (REPO / "docs" / "tutorial.md").read_text(encoding="utf-8")
+    template = (REPO / "tests" / "specs" / "warps" / "softmax_gate_warps.cu.j2").read_text(encoding="utf-8")
+    assert "`softmax_gate_warps.cu.j2`:\n\n```cuda\n" + template + "```\n" in tutorial

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
+import os
 import sys
 import traceback
 from importlib.abc import Loader
@@ -85,6 +86,12 @@ def _import(module: ModuleType, loader: Loader, path: Path) -> tuple[list[Unknow
     return unknown, None
 
 
+def _in_folder(module: object, folder: str) -> bool:
+    """Whether ``module`` was imported from a file in ``folder`` or below it."""
+    origin = getattr(module, "__file__", None) or ""
+    return origin.startswith(folder + os.sep)
+
+
 def load_spec(path: str | Path) -> Loaded:
     """Import ``path`` and return its one ``Spec``."""
     resolved = Path(path).resolve()
@@ -102,8 +109,12 @@ def load_spec(path: str | Path) -> Loaded:
     sys.modules[name] = module  # dataclasses and pickling look modules up by name
     # Like `python spec.py`: the spec's folder is importable while it loads, so
     # a spec can import its neighbours; they are forgotten afterwards.
+    # A neighbour imported before (an earlier load in this process, a notebook) may be stale: each load
+    # imports the folder's modules afresh, and puts back what was there afterwards.
     folder = str(resolved.parent)
-    before = set(sys.modules)
+    stale = {n: m for n, m in list(sys.modules.items()) if _in_folder(m, folder)}
+    for n in stale:
+        del sys.modules[n]
     sys.path.insert(0, folder)
     try:
         unknown, stopped = _import(module, module_spec.loader, resolved)
@@ -111,10 +122,9 @@ def load_spec(path: str | Path) -> Loaded:
         sys.modules.pop(name, None)
         if folder in sys.path:
             sys.path.remove(folder)
-        for extra in set(sys.modules) - before:
-            origin = getattr(sys.modules[extra], "__file__", None) or ""
-            if origin.startswith(folder):
-                del sys.modules[extra]
+        for extra in [n for n, m in list(sys.modules.items()) if _in_folder(m, folder)]:
+            del sys.modules[extra]
+        sys.modules.update(stale)
     specs = list({id(v): v for v in vars(module).values() if isinstance(v, Spec)}.values())  # `spec = s = Spec()`
     if unknown:  # what ran after a stand-in may have failed for it: the names come first, then what stopped
         return Loaded(resolved, None, (*_unknown_fields(unknown, module, specs), *([stopped] if stopped else [])))
