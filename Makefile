@@ -36,7 +36,8 @@ $(STAMP12): pyproject.toml
 check-cuda12: $(STAMP12)
 	$(PY12) -m layoutgen check --compile
 
-# $(DIST)/layoutgen-<version>-py3-none-any.whl, as `python -m build --wheel` makes it, without the `build` package
+# $(DIST)/layoutgen-<version>-<python>-<platform>.whl (it carries the compiled launch path), as
+# `python -m build --wheel` makes it, without the `build` package
 # (pip builds it in an isolated environment of its own; no .venv needed).
 DIST ?= dist
 wheel:

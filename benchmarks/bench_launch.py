@@ -6,7 +6,10 @@ Run on a GPU machine from the repository root:
 
 Each row launches an empty kernel with the same five arrays and two sizes,
 N times back to back, and reports the host time per call (median of several
-rounds). Prints a table; no assertion.
+rounds). Prints a table; no assertion. The launcher rows take the compiled
+launch path where `runtime/_fastlaunch.c` is built (`pip install -e .`, or
+`python setup.py build_ext --inplace`; the line printed after the first row
+says which path ran), and the Python path where they say it is forced.
 """
 
 from __future__ import annotations
@@ -79,9 +82,19 @@ def main() -> None:
         from layoutgen.runtime.launch import KernelLauncher
         from layoutgen.runtime.nvrtc import CompileRequest
 
+        from layoutgen.runtime.fastpath import launch_path_text
+        from layoutgen.runtime.paths import PYTHON_LAUNCH_ENV
+
         launcher = module.empty
         rows: list[tuple[str, float]] = []
         rows.append(("layoutgen launcher (validates 5 arrays)", per_call_us(lambda: launcher(x, w, b, gates, y), sync)))
+        print(launch_path_text())  # the path the row above took: compiled where the extension is built
+        os.environ[PYTHON_LAUNCH_ENV] = "1"  # read when a launcher is built
+        python_path = KernelLauncher(module._lg_kernel_empty.spec, module._lg_kernel_empty.folder,
+                                     module._lg_kernel_empty.header)
+        del os.environ[PYTHON_LAUNCH_ENV]
+        rows.append(("layoutgen launcher, Python path forced",
+                     per_call_us(lambda: python_path(x, w, b, gates, y), sync)))
         print(f"default launch path: {type(module._lg_kernel_empty.function(0, 'sm_90')).__name__}")
 
         empty = module._lg_kernel_empty
@@ -116,10 +129,12 @@ def main() -> None:
         rows.append(("Triton launch (torch tensors)", per_call_us(launch, torch.cuda.synchronize)))
         # the generated launcher on the same torch tensors: attributes read directly, no conversion
         rows.append(("layoutgen launcher on torch tensors", per_call_us(lambda: launcher(tx, tw, tb, tg, ty), sync)))
+        rows.append(("layoutgen launcher on torch, Python path forced",
+                     per_call_us(lambda: python_path(tx, tw, tb, tg, ty), sync)))
     else:
         rows.append((f"Triton unavailable: {TRITON_MISSING}", float("nan")))
 
-    base = rows[1][1]
+    base = next(us for name, us in rows if name == "raw CuPy RawKernel call")
     print(f"{'path':<44} {'µs/call':>9} {'vs raw CuPy':>12}")
     for name, us in rows:
         print(f"{name:<44} {us:>9.2f} {us / base:>11.2f}×")

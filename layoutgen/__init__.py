@@ -9,6 +9,7 @@ from .declare.grids import ceil_div
 from .declare.kernels import Binding, Grid, In, InOut, Kernel, KernelError, Out, Param, Scalar
 from .declare.program import Buffer, BufferView, Launch, Program, ProgramError, Value
 from .declare.shared import Shared, Tile
+from .declare.source_kernels import SourceKernel
 from .declare.spec import Spec
 from .schema import (
     CODES,
@@ -53,4 +54,5 @@ __all__ = [
     "Scalar", "Value", "bool_",
     "Shared", "Tile", "ceil_div",
     "Autograd",
+    "SourceKernel",
 ]

@@ -154,7 +154,7 @@ def test_init_adds_its_table_to_an_existing_pyproject(tmp_path: Path) -> None:
 
 def test_a_folder_stands_for_the_spec_modules_under_it() -> None:
     run = layoutgen("check", "examples", cwd=REPO)
-    assert (run.returncode, run.stdout) == (0, "All checks passed: 2 specs, no errors.\n"), run.stdout + run.stderr
+    assert (run.returncode, run.stdout) == (0, "All checks passed: 3 specs, no errors.\n"), run.stdout + run.stderr
     one = layoutgen("check", "examples/vsn", cwd=REPO)
     assert (one.returncode, one.stdout) == (0, "All checks passed: 1 spec, no errors.\n")
 
@@ -173,7 +173,8 @@ def test_show_of_a_folder_names_the_spec_modules_in_it() -> None:
     run = layoutgen("show", "examples", cwd=REPO)
     assert run.returncode == 1
     assert run.stderr == ("error[LG504]: examples is a folder, not a spec module\n"
-                          "  hint: give one of the spec modules in it: examples/qkv/spec.py, examples/vsn/spec.py\n")
+                          "  hint: give one of the spec modules in it: examples/own_kernel/spec.py, examples/qkv/spec.py, "
+                          "examples/vsn/spec.py\n")
 
 
 def test_a_file_that_is_not_a_spec_is_named(tmp_path: Path) -> None:

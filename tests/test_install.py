@@ -146,11 +146,10 @@ def readme_install() -> str:
 
 def test_the_readme_installs_from_a_clone_a_git_url_and_a_wheel() -> None:
     section = readme_install()
-    version = pyproject()["project"]["version"]  # type: ignore[index]
     assert install_lines(section) == [
         '-e ".[cuda13]"',
         '"layoutgen[cuda13] @ git+https://github.com/your-org/layoutgen@main"',
-        f'"dist/layoutgen-{version}-py3-none-any.whl[cuda13]"',
+        '"$(ls dist/layoutgen-*.whl)[cuda13]"',
     ]
     assert "make wheel" in section and re.search(r"^wheel:", (REPO / "Makefile").read_text(), flags=re.M)
     assert "placeholder" in section  # the URL is marked as one
@@ -234,7 +233,7 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     dist = tmp_path_factory.mktemp("dist")
     subprocess.run(["make", "--no-print-directory", "wheel", f"DIST={dist}"], cwd=REPO, check=True,
                    capture_output=True, timeout=600)
-    (built,) = dist.glob("layoutgen-*-py3-none-any.whl")
+    (built,) = dist.glob("layoutgen-*.whl")
     return built
 
 

@@ -12,11 +12,14 @@ from typing import Any
 import pytest
 
 from tests.fake_device import Recorded, fake_device
+from tests.launch_paths import launch_path  # noqa: F401  (the fixture: every test through both launch paths)
 
 import generated.vsn as vsn
 from layoutgen.runtime import launch
 from layoutgen.runtime.launch import KernelLauncher, KernelSpec, LaunchError, LayoutSpec, ParamSpec
 from tests.test_launch_validation import FWD
+
+pytestmark = pytest.mark.usefixtures("launch_path")
 
 B, K = 4, 8
 BASE = 0x7F00_0000_0000

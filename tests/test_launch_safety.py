@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from tests.fake_device import Recorded, fake_device
+from tests.launch_paths import launch_path  # noqa: F401  (the fixture: every test through both launch paths)
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -22,6 +23,8 @@ from layoutgen.runtime import program as runtime_program
 from layoutgen.runtime.launch import MAX_GRID_BLOCKS, KernelLauncher, KernelSpec, LaunchError, LayoutSpec, ParamSpec
 from layoutgen.runtime.program import ProgramGraph
 from tests.test_launch_validation import BASE, FWD, B, Dev, K, ProtocolStream, fwd_args, launcher_of
+
+pytestmark = pytest.mark.usefixtures("launch_path")
 
 GATES, Y = BASE + 0x300000, BASE + 0x400000  # where fwd_args puts the two outputs
 FEATURES = B * K * 40 * 4  # bytes of one Features array

@@ -15,6 +15,7 @@ from pathlib import Path
 import jinja2
 
 from ..declare.kernels import Binding
+from ..declare.source_kernels import SourceKernel
 from ..declare.spec import Spec
 from ..schema import View
 from ..schema.diagnostics import Diagnostic, Site
@@ -24,8 +25,10 @@ from .env import (
     template_files,
 )
 from .escape import Escaped, c_string
+from .facts import c89_stamped, facts_header
 from .model import KernelModel, ViewModel, kernel_model, row_tag, struct_name, view_model
 from .pymodule import module_model
+from .source_shim import source_kernel
 from .stamp import stamp
 from .torchmodule import torch_model
 
@@ -91,6 +94,11 @@ def view_structs(spec: Spec) -> dict[str, View]:
                 struct = f"{struct_name(view)}_{n}"
             structs[struct] = view
     return structs
+
+
+def view_struct_names(spec: Spec) -> dict[str, str]:
+    """The name of each view's struct in the spec's views header, by the view's name (``Window.snap``)."""
+    return {view.name: struct for struct, view in view_structs(spec).items()}
 
 
 def struct_sites(spec: Spec) -> dict[str, Site]:
@@ -283,28 +291,43 @@ def render_spec(
         debug=debug,
     )
     problems: list[Diagnostic] = []
+    c_files: dict[str, str] = {}  # `facts=True`: the layouts' numbers as C constants (codegen/facts.py)
+    facts = facts_header(spec) if spec.facts else None
+    if isinstance(facts, Diagnostic):
+        problems.append(facts)
+    elif facts is not None:
+        c_files[f"{base}/{spec.name}_facts.h"] = c89_stamped(facts, source=spec_path, version=__version__)
     stamp_lines = stamp("", comment="//", source=spec_path, version=__version__).count("\n")
     for binding in spec.kernels:
         template = binding.kernel.template_path
-        if not template.is_file():
+        if isinstance(binding.kernel, SourceKernel):  # a hand-written file and its entry: no template
+            shown = relative(template, root)
+            made = source_kernel(binding, kernel_model(binding, views, shown, declared_in(binding.site, root)),
+                                 spec.name, view_struct_names(spec), shown)
+            if isinstance(made, Diagnostic):
+                problems.append(made)
+                continue
+            k, preamble, body = made
+        elif not template.is_file():
             problems.append(Diagnostic(
                 "LG402", f"template `{binding.kernel.template}` of kernel `{binding.kernel.name}` does not exist "
                 f"(looked for {relative(template, root)})", binding.kernel.site,
                 hint="template paths are relative to the file that declares the kernel",
             ))
             continue
-        k = kernel_model(binding, views, relative(template, root), declared_in(binding.site, root))
-        try:
-            unknown = _unknown_blocks(k, binding, root, templates)
-            if unknown:
-                problems.extend(unknown)
+        else:
+            k = kernel_model(binding, views, relative(template, root), declared_in(binding.site, root))
+            try:
+                unknown = _unknown_blocks(k, binding, root, templates)
+                if unknown:
+                    problems.extend(unknown)
+                    continue
+                preamble, body = _render(k, root, templates)
+            except (jinja2.TemplateError, TypeError, ValueError, ArithmeticError, RecursionError) as exc:
+                problems.append(_template_error(exc, template, binding, root, templates))
                 continue
-            preamble, body = _render(k, root, templates)
-        except (jinja2.TemplateError, TypeError, ValueError, ArithmeticError, RecursionError) as exc:
-            problems.append(_template_error(exc, template, binding, root, templates))
-            continue
-        preamble = _with_lines(preamble, root, templates, closing=False)
-        body = _with_lines(body, root, templates, closing=True)
+            preamble = _with_lines(preamble, root, templates, closing=False)
+            body = _with_lines(body, root, templates, closing=True)
         path = f"{base}/{binding.name}.cu"
         # The body is the user's C++ and the `#line` directives around it, whose paths are escaped above;
         # the preamble the same, and a `#line` after it that gives the file back its own numbers.
@@ -326,4 +349,4 @@ def render_spec(
     stamped = {
         path: stamp(text, comment="//", source=spec_path, version=__version__) for path, text in sorted(files.items())
     }
-    return Rendered({**stamped, **python}, ())
+    return Rendered({**stamped, **c_files, **python}, ())

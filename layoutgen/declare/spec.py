@@ -34,10 +34,14 @@ class Spec:
     site: Site | None
     torch: bool
     autograd: tuple[Autograd, ...]
+    facts: bool = False  # also generate `<spec>_facts.h`, the layouts' numbers as C constants (docs/own-kernels.md)
 
     def __init__(self, name: str, *, kernels: Sequence[Binding] = (), programs: Sequence[Program] = (),
-                 layouts: Sequence[Layout] = (), torch: bool = False, autograd: Sequence[Autograd] = ()) -> None:
+                 layouts: Sequence[Layout] = (), torch: bool = False, autograd: Sequence[Autograd] = (),
+                 facts: bool = False) -> None:
         site = caller_site()
+        if not isinstance(facts, bool):
+            raise KernelError(Diagnostic("LG208", f"`facts` of spec `{name}` must be True or False, got {facts!r}", site))
         for prog in programs:
             if not isinstance(prog, Program):
                 raise KernelError(Diagnostic("LG208", f"the programs of spec `{name}` must be Program(...), got "
@@ -83,6 +87,7 @@ class Spec:
         object.__setattr__(self, "programs", tuple(programs))
         object.__setattr__(self, "site", site)
         object.__setattr__(self, "torch", torch)
+        object.__setattr__(self, "facts", facts)
         object.__setattr__(self, "autograd", _check_autograd(name, torch, autograd, kernels, site))
 
 

@@ -17,7 +17,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from ..codegen.render import struct_sites
+from ..codegen.render import struct_sites, view_struct_names
+from ..codegen.source_shim import entry_diagnostics
+from ..declare.kernels import Binding
+from ..declare.source_kernels import SourceKernel
 from ..runtime.cache import CacheError, CubinCache
 from ..runtime.nvrtc import CompileError, CompileRequest, HeaderFolderError, LogError, check_arch, parse_log
 from ..schema.diagnostics import Diagnostic, Site
@@ -40,6 +43,7 @@ def compile_results(
     """
     cache = CubinCache(config.cache_path) if config.cache_path else CubinCache.default()
     jobs: list[tuple[str, str, tuple[tuple[str, str], ...], dict[str, str], dict[str, Site]]] = []
+    entries: dict[str, tuple[Binding, str, dict[str, str]]] = {}  # the kernels of SourceKernels, by path
     for result in results:
         if result.spec is None or not result.files:
             continue
@@ -47,6 +51,9 @@ def compile_results(
         names = {path.rsplit("/", 1)[-1]: path for path in result.files if path.endswith(".cuh")}
         texts = tuple(sorted((name, result.files[path]) for name, path in names.items()))
         sites = struct_sites(result.spec)
+        structs = view_struct_names(result.spec)
+        entries.update({f"{config.out}/{result.spec.name}/{b.name}.cu": (b, result.spec.name, structs)
+                        for b in result.spec.kernels if isinstance(b.kernel, SourceKernel)})
         jobs.extend((path, text, texts, names, sites) for path, text in sorted(result.files.items())
                     if path.endswith(".cu"))
     if not jobs:
@@ -68,6 +75,9 @@ def compile_results(
             errors = [_header_hint(e, config) for e in parse_log(exc.log)]
             found = ([placed(e, names, dict(headers), path, config.root, sites) for e in errors] if errors else
                      [_at_root(d, config.root) for d in exc.diagnostics])
+            if path in entries:  # a SourceKernel's entry that takes other types: LG225/LG226 alone say it
+                binding, spec_name, structs = entries[path]
+                found = entry_diagnostics(binding, [e.message for e in errors], spec_name, structs) or found
             # One cause, one diagnostic: a header's error comes with every kernel, and one line can reach
             # the same error twice (`x.row(0) + r * n + c` is two additions on a row).
             seen = {_cause(d) for d in diags}

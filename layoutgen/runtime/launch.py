@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from ..schema.words import plural
+from . import fastpath
 from .arrays import ArrayKindError, array_info, is_torch_tensor
 from .cache import CubinCache
 from .debug import check_fault, clear_fault, scan_outputs
@@ -45,8 +46,9 @@ from .validate import TorchWrites, check_param, check_scalar, kernel_extents, ov
 # Generated modules import the plan types from here.
 __all__ = [
     "MAX_GRID_BLOCKS", "BlockRule", "KernelLauncher", "KernelSpec", "LaunchError", "LayoutSpec", "ParamSpec",
-    "ScalarSpec", "SharedArray", "current_device", "device_arch", "find_device",
+    "ScalarSpec", "SharedArray", "current_device", "device_arch", "find_device", "launch_path",
 ]
+launch_path = fastpath.launch_path  # "compiled" or "python": the path launchers built now take
 
 #: Blocks a one-dimensional CUDA grid may have (gridDim.x, every device since compute capability 3.0).
 #: Past it the driver refuses the launch, or CuPy truncates the count and launches part of the work.
@@ -73,6 +75,11 @@ class KernelLauncher:
     _plans: dict[tuple[Any, ...], _Plan] = field(default_factory=dict, repr=False)
     # The last plan and pointers found not to overlap (one tuple: threads swap it whole).
     _disjoint: tuple[_Plan | None, list[int]] = field(default=(None, []), repr=False)
+    # The compiled hot path (.fastpath), taught each plan the Python path validates; None: the Python path only.
+    _fast: Any = field(init=False, default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        self._fast = fastpath.compiled_path(self.spec, _FAST_READERS, _cupy_reader, _torch_reader)
 
     def bind(self, arrays: tuple[Any, ...], device: int | None) -> tuple[list[int], dict[str, int]]:
         """Every argument checked against its parameter; the pointers and the bound symbols.
@@ -225,6 +232,9 @@ class KernelLauncher:
         device = find_device()  # None without a GPU: the arguments are still checked first
         scalars = self.spec.scalars
         arrays, values = self.scalar_values(arguments) if scalars else (arguments, None)
+        fast = self._fast  # a plan it knows: read, checked and launched in C; else it hands the call over to here
+        if fast is not None and fast.launch(device, arrays, values, stream):
+            return
         # The hot path, written flat because it runs on every launch: arrays whose
         # (type, shape, strides, dtype, device) all passed before need only their
         # pointers read, their alignment checked and, where one is written, their
@@ -273,6 +283,8 @@ class KernelLauncher:
                 self._disjoint = (plan, pointers[:])
             if checked.written is not None:
                 checked.written.check(self.spec.name, self.spec.params, arrays)
+        if fast is not None:  # validated here, so the compiled path missed it: teach it this plan
+            fastpath.learn(fast, plan, arrays, _FAST_READERS)
         if not checked.blocks:
             return
         if self.spec.debug:

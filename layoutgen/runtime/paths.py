@@ -14,6 +14,10 @@ One place to look (FlashInfer's ``jit/env.py`` does the same):
                           ``layoutgen build`` shipped with the generated
                           package and refuse (LG626) to compile one at run
                           time; unset, empty or ``0``: they may compile
+``LAYOUTGEN_PYTHON_LAUNCH``  ``1``: launchers built from then on take the
+                          Python launch path even where the compiled one
+                          (``runtime/_fastlaunch.c``) is built; see
+                          :func:`python_launch_forced`
 ========================  ==================================================
 
 Which NVRTC runs is not a path: it is the one CuPy loads (``cupy-cuda12x``
@@ -46,6 +50,8 @@ WHEEL_INCLUDE_SUBDIRS = ("cu13/include", "cuda_runtime/include")
 #: Environment variable that forbids launchers to compile at run time (``1``); see :func:`jit_forbidden`.
 NO_JIT_ENV = "LAYOUTGEN_NO_JIT"
 #: The folder of a generated package that holds the cubins of ``layoutgen build``, and its manifest.
+#: Environment variable that makes launchers take the Python launch path (``1``); see :func:`python_launch_forced`.
+PYTHON_LAUNCH_ENV = "LAYOUTGEN_PYTHON_LAUNCH"
 PREBUILT_DIR = "cubins"
 PREBUILT_MANIFEST = "manifest.json"
 # `#define CUDART_VERSION 12090` in cuda_runtime_api.h: the CUDA version of a folder of headers.
@@ -185,3 +191,9 @@ def jit_forbidden() -> bool:
 def prebuilt_dir(module_folder: Path) -> Path:
     """Where ``layoutgen build`` puts the cubins of the generated package in ``module_folder``. Raises nothing."""
     return module_folder / PREBUILT_DIR
+
+
+def python_launch_forced() -> bool:
+    """True when ``$LAYOUTGEN_PYTHON_LAUNCH`` forces the Python launch path: set to anything but ``""`` or
+    ``"0"``. Read when a launcher is built (a generated module's, when the module is imported)."""
+    return os.environ.get(PYTHON_LAUNCH_ENV, "").strip() not in ("", "0")

@@ -53,6 +53,25 @@ class LayoutTag:
         return Array(cupy.empty((*shape, width), dtype=spec.numpy))
 
     @classmethod
+    def check(cls, data: Any, *, writable: bool = False, align: int | None = None, device: int | None = None) -> None:
+        """Raise the launcher's LG6xx error where ``data`` does not fit this layout; for arrays handed to
+        kernels layoutgen does not launch (a C++ or Rust host, a torch extension, a hand-written launch).
+
+        The checks are the launcher's own (:func:`layoutgen.runtime.validate.check_param`): shape, dtype,
+        packed strides, device, and with ``writable=True`` that the array may be written (LG607 for a
+        read-only JAX input); ``align`` the bytes its pointer must be aligned to (LG606), one element's if None;
+        ``device`` the device the foreign launch runs on (LG605), the array's own if None.
+        """
+        param = ParamSpec("data", "inout" if writable else "in", cls.spec, cls.spec.name,
+                          cls.spec.itemsize if align is None else align)
+        try:
+            info = array_info(data)
+        except ArrayKindError as exc:
+            raise launch_error("LG608", f"`{cls.__name__}.check`: {exc}",
+                               hint=exc.hint or "check a device array: CuPy, torch (CUDA) or JAX") from None
+        check_param(f"{cls.__name__}.check", param, info, {}, info.device if device is None else device)
+
+    @classmethod
     def wrap(cls: type[L], data: Any) -> Array[L]:
         """``data`` checked against this layout (shape, dtype, packed strides) and typed."""
         # "in": wrapping a read-only (JAX) input is fine; a launch still refuses it as an output.

@@ -85,6 +85,9 @@ CODES: dict[str, Code] = _registry(
     Code("LG221", "invalid-autograd-pair", _E, "an Autograd pair's forward or backward is no binding, one binding, or updates in place"),
     Code("LG222", "autograd-saves-mismatch", _E, "a value an Autograd pair saves is no forward parameter, or fits no backward one"),
     Code("LG223", "autograd-grads-mismatch", _E, "an Autograd gradient pairs the wrong parameters, or a backward parameter gets no value"),
+    Code("LG224", "source-entry-not-found", _E, "a SourceKernel's file is missing, or defines no usable `__device__` entry function"),
+    Code("LG225", "entry-arity-mismatch", _E, "a SourceKernel's entry takes another number of parameters than the kernel declares"),
+    Code("LG226", "entry-type-mismatch", _E, "a parameter of a SourceKernel's entry is not the type of the view or scalar bound to it"),
     # LG3xx: a program's launches disagree about who writes and reads what.
     Code("LG301", "read-before-write", _E, "a launch reads columns that no earlier launch wrote and no input provides"),
     Code("LG302", "overlapping-writers", _E, "two writes cover the same columns of one buffer without `overwrites=`"),

@@ -1,0 +1,60 @@
+"""Both launch paths for the launch tests: a fixture that runs a test through the Python and the compiled path.
+
+``launch_path`` is parametrized over "python" (``LAYOUTGEN_PYTHON_LAUNCH=1``)
+and "compiled" (the extension, which must be built here: ``pip install -e .``
+or ``python setup.py build_ext --inplace``). Without a GPU the compiled path's
+``cuLaunchKernel`` is replaced by a hook that hands the packed parameters to
+the plan's Launch object, as ``PackedLaunch`` would give them to the driver,
+so the recorders of the tests see every launch whichever path made it.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from layoutgen.runtime import fastpath
+from layoutgen.runtime.launch import KernelLauncher
+from layoutgen.runtime.paths import PYTHON_LAUNCH_ENV
+
+#: Every launch the compiled path made in the current test: (blocks, block, shared, stream, parameter bytes).
+COMPILED: list[tuple[int, int, int, Any, bytes]] = []
+
+
+def replay(launch: Any, blocks: int, block: int, shared: int, stream: Any, parameters: bytes) -> None:
+    """The hook: record the compiled launch, then give its values to the plan's Launch (a test's recorder)."""
+    COMPILED.append((blocks, block, shared, stream, parameters))
+    launch(blocks, block, list(struct.unpack(f"={len(parameters) // 8}Q", parameters)), stream)
+
+
+def module_launchers() -> list[KernelLauncher]:
+    """The launchers of the generated modules the tests import (built when they were imported)."""
+    import generated.qkv as qkv
+    import generated.vsn as vsn
+
+    return [v for m in (vsn, qkv) for v in vars(m).values() if isinstance(v, KernelLauncher)]
+
+
+@pytest.fixture(params=["python", "compiled"])
+def launch_path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """Run the test through one launch path; launchers built in the test and the modules' ones take it."""
+    module, reason = fastpath.extension()
+    if request.param == "python":
+        monkeypatch.setenv(PYTHON_LAUNCH_ENV, "1")
+    else:
+        assert module is not None, f"the compiled launch path must be built here: {reason}"
+        monkeypatch.delenv(PYTHON_LAUNCH_ENV, raising=False)
+        module.set_hook(replay)
+    COMPILED.clear()
+    for launcher in module_launchers():
+        monkeypatch.setattr(launcher, "_fast", None)  # restored afterwards
+        launcher.__post_init__()  # the compiled path (or none) for this test's path
+    try:
+        yield request.param
+    finally:
+        if module is not None:
+            module.set_hook(None)
+        COMPILED.clear()
