@@ -134,18 +134,18 @@ def test_not_index_arithmetic(tmp_path: Path, line: str) -> None:
 def test_raw_lg_names_in_a_template_are_reported(tmp_path: Path) -> None:
     template = tmp_path / "raw.cu.j2"
     template.write_text(
-        "    // lg_x in a comment is fine\n"
-        "    const float v = lg_x[row];\n"
-        "    dst.at(row, 0) = v * lg_B + lg_made_up;\n"
+        "    // lg_arg_x in a comment is fine\n"
+        "    const float v = lg_arg_x[row];\n"
+        "    dst.at(row, 0) = v * lg_dim_B + lg_made_up;\n"
     )
     k = Kernel("raw", str(template), [In("x", [B, K, F]), Out("dst", [B, K, C])])
     diags = lint_template(k.bind(x=Window.snap, dst=Window.context), template)
     assert [(d.code, d.site.line if d.site else 0) for d in diags] == [("LG403", 2), ("LG403", 3), ("LG403", 3)]
     assert diags[0].message == (
-        "`lg_x` in the body of kernel `raw` is the raw pointer behind view `x` (Window.snap); index through `x` "
-        "(`x.at(r, c)`, `x.row(r)`)"
+        "`lg_arg_x` in the body of kernel `raw` is the raw pointer behind view `x` (Window.snap); index through `x` "
+        "(`x.at(r, c)`, `x.row(r)[c]`)"
     )
-    assert diags[1].message == "`lg_B` in the body of kernel `raw` is the launch value of `B`; use `B`"
+    assert diags[1].message == "`lg_dim_B` in the body of kernel `raw` is the launch value of `B`; use `B`"
     assert diags[2].message == "`lg_made_up` in the body of kernel `raw` is a name reserved for generated code"
     assert diags[0].hint and "generated prologue" in diags[0].hint
 
@@ -192,9 +192,9 @@ def test_strides_computed_by_jinja_are_reported_at_the_templates_line(tmp_path: 
 
 
 def test_raw_names_produced_by_jinja_are_reported(tmp_path: Path) -> None:
-    found = rendered_lint(tmp_path, "    {% set p = 'lg_' ~ 'x' %}\n    dst.at(row, 0) = {{ p }}[row];\n")
+    found = rendered_lint(tmp_path, "    {% set p = 'lg_arg_' ~ 'x' %}\n    dst.at(row, 0) = {{ p }}[row];\n")
     assert [(code, n) for code, n, _ in found] == [("LG403", 2)]
-    assert "`lg_x` in the body of kernel `sneaky` is the raw pointer behind view `x`" in found[0][2]
+    assert "`lg_arg_x` in the body of kernel `sneaky` is the raw pointer behind view `x`" in found[0][2]
 
 
 def test_a_clean_rendered_body_passes_and_a_source_hit_is_reported_once(tmp_path: Path) -> None:
@@ -369,9 +369,9 @@ def test_a_suppression_comment_silences_its_line_in_the_text_and_the_rendered_bo
     body = ("    dst.at(row, 0) = x.row(0)[row * 56];  // layoutgen: ignore[LG401]\n"
             "    dst.at(row, 1) = x.row(0)[row * {{ 56 }}];  // layoutgen: ignore[LG401] a rendered stride\n"
             "{% for i in range(2) %}\n"
-            "    dst.at(row, {{ i }}) = x.row(0)[row * 56 + {{ i }}] + lg_x[row];  //layoutgen: ignore\n"
+            "    dst.at(row, {{ i }}) = x.row(0)[row * 56 + {{ i }}] + lg_arg_x[row];  //layoutgen: ignore\n"
             "{% endfor %}\n"
-            "    dst.at(row, 2) = lg_x[row];  // layoutgen: ignore[LG403]\n")
+            "    dst.at(row, 2) = lg_arg_x[row];  // layoutgen: ignore[LG403]\n")
     assert checked(tmp_path, body) == (True, [])
     # Without the comments, each line reports.
     bare = "\n".join(line.split("  //")[0] for line in body.split("\n"))
@@ -670,3 +670,13 @@ def test_a_barrier_in_a_grid_that_keeps_every_thread_is_fine(tmp_path: Path, gri
     template.write_text("    __syncthreads();\n")
     k = Kernel("forms", str(template), [In("x", [B, K, F])], grid=grid())
     assert lint_template(k.bind(x=Window.snap), template) == []
+
+
+def test_a_scalars_raw_argument_is_named_as_the_scalar(tmp_path: Path) -> None:
+    from layoutgen import Scalar
+
+    template = tmp_path / "raw.cu.j2"
+    template.write_text("    dst.at(row, 0) = lg_arg_lr * x.at(row, 0);\n")
+    k = Kernel("raw", str(template), [In("x", [B, K, F]), Scalar("lr", f32), Out("dst", [B, K, C])])
+    (diag,) = lint_template(k.bind(x=Window.snap, dst=Window.context), template)
+    assert diag.message == "`lg_arg_lr` in the body of kernel `raw` is the argument behind scalar `lr`; use `lr`"

@@ -24,6 +24,7 @@ from ..declare.kernels import Binding, Param
 from ..declare.unify import unify
 from ..schema.diagnostics import Diagnostic, Site
 from ..schema.dims import shape_text
+from ..schema.names import CPP_ARGUMENT, CPP_DIM
 from ..schema.view import View
 from ..schema.words import plural, with_article
 from .columns import AT, CALL, ROW, VEC, ConstantIndex, constant_indices
@@ -121,14 +122,20 @@ def _literal_stride(binding: Binding, template: Path, line: int, literal: IndexL
 
 
 def _reserved(binding: Binding, name: str) -> str:
-    """What the reserved ``name`` stands for in this kernel, and what to write instead."""
-    bare = name[3:]
-    for param, view in binding.pairs:
-        if param.name == bare:
-            return (f"the raw pointer behind view `{param.name}` ({view.name}); index through `{param.name}` "
-                    f"(`{param.name}.at(r, c)`, `{param.name}.row(r)`)")
-    if any(bare in view.layout.symbols for _, view in binding.pairs):
-        return f"the launch value of `{bare}`; use `{bare}`"
+    """What the reserved ``name`` stands for in this kernel (``lg_arg_x``: the pointer argument behind view
+    ``x``; ``lg_dim_B``: the launch value of ``B``), and what to write instead."""
+    if name.startswith(CPP_ARGUMENT):
+        bare = name[len(CPP_ARGUMENT):]
+        for param, view in binding.pairs:
+            if param.name == bare:
+                return (f"the raw pointer behind view `{param.name}` ({view.name}); index through `{param.name}` "
+                        f"(`{param.name}.at(r, c)`, `{param.name}.row(r)[c]`)")
+        if any(s.name == bare for s in binding.kernel.scalars):
+            return f"the argument behind scalar `{bare}`; use `{bare}`"
+    if name.startswith(CPP_DIM):
+        bare = name[len(CPP_DIM):]
+        if any(bare in view.layout.symbols for _, view in binding.pairs):
+            return f"the launch value of `{bare}`; use `{bare}`"
     return "a name reserved for generated code"
 
 
