@@ -35,6 +35,7 @@ from layoutgen.runtime import program as runtime_program
 from layoutgen.runtime.launch import BlockRule, KernelLauncher, KernelSpec, LaunchError, LayoutSpec, ParamSpec
 from tests.test_codegen import check_golden
 from tests.test_escaping import load
+from tests.fake_device import FUNCTION, SMS, fake_device
 from tests.test_launch_validation import BASE, Dev, launcher_of, runner_of
 
 REPO = Path(__file__).resolve().parent.parent
@@ -261,8 +262,6 @@ def test_every_grid_kind_compiles_offline(tmp_path: Path, debug: bool) -> None:
 
 # -- launches, recorded ---------------------------------------------------------------------------------------
 
-FUNCTION = 0xF00D  # the CUfunction the recorded launches pretend to have
-SMS = 132
 
 
 class Recorder:
@@ -280,27 +279,11 @@ def device(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, Any]]:
     """Device 0, an sm_90 with 132 SMs and 227 KiB a block, on which no launch runs: what each would start is
     recorded (`made`), with every raise of a kernel's shared-memory limit (`raised`)."""
     made: list[tuple[str, int, int, int]] = []
-    raised: list[tuple[int, int, int]] = []
     monkeypatch.setattr(KernelLauncher, "function", lambda self, device, arch: Recorder(self.spec.name, made))
     for module in (launch, runtime_program):
         monkeypatch.setattr(module, "find_device", lambda: 0)
         monkeypatch.setattr(module, "device_arch", lambda device: "sm_90")
-    monkeypatch.setattr(occupancy, "_DEVICES", {0: occupancy.DeviceLimits(227 * 1024, SMS)})
-    monkeypatch.setattr(occupancy, "_STATIC", {(0, FUNCTION): 0})
-    monkeypatch.setattr(occupancy, "_ALLOWED", {})
-    monkeypatch.setattr(occupancy, "_RESIDENT", {})
-    import cupy
-
-    attribute = {"max": occupancy.DEFAULT_DYNAMIC_SHARED}
-    monkeypatch.setattr(cupy.cuda.driver, "funcGetAttribute", lambda attr, fn: attribute["max"])
-
-    def set_attribute(fn: int, attr: int, value: int) -> None:
-        assert attr == cupy.cuda.driver.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
-        raised.append((0, fn, value))
-        attribute["max"] = value
-
-    monkeypatch.setattr(cupy.cuda.driver, "funcSetAttribute", set_attribute)
-    monkeypatch.setattr(cupy.cuda.driver, "occupancyMaxActiveBlocksPerMultiprocessor", lambda fn, block, shared: 8)
+    raised = fake_device(monkeypatch)  # 8 resident blocks of any kernel, raises of its shared limit recorded
     yield {"made": made, "raised": raised}
 
 

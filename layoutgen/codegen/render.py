@@ -26,7 +26,7 @@ from .env import (
 )
 from .escape import Escaped, c_string
 from .facts import c89_stamped, facts_header
-from .model import KernelModel, ViewModel, kernel_model, row_tag, struct_name, view_model
+from .model import KernelModel, kernel_model, row_tag, struct_name, view_model
 from .pymodule import module_model
 from .source_shim import source_kernel
 from .stamp import stamp

@@ -23,12 +23,12 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ..runtime.cache import CubinCache
+from ..runtime.cachefiles import write_atomic
 from ..runtime.nvrtc import CompileRequest, nvrtc_version
 from ..runtime.paths import PREBUILT_DIR, PREBUILT_MANIFEST, prebuilt_dir
 from ..runtime.prebuilt import (
@@ -40,6 +40,7 @@ from ..schema.words import plural
 from ..version import __version__
 from .compile_all import compile_results
 from .config import Config
+from .pyproject_lines import table_site
 from .process import SpecResult, drift_diagnostics
 
 __all__ = ["BuildOutcome", "build_prebuilt", "build_specs", "kernel_requests", "no_build_archs", "stale_prebuilt"]
@@ -49,12 +50,7 @@ _CUBIN_FILE = re.compile(r".+\.sm_\d{2,3}[af]?\.cubin")
 
 def no_build_archs(config: Config) -> Diagnostic:
     """LG521: ``build`` has no arch to build for; at the ``[tool.layoutgen]`` table where there is one."""
-    pyproject = config.root / "pyproject.toml"
-    site = None
-    if pyproject.is_file():
-        lines = pyproject.read_text(encoding="utf-8", errors="replace").splitlines()
-        line = next((n for n, text in enumerate(lines, 1) if text.strip() == "[tool.layoutgen]"), 1)
-        site = Site(str(pyproject), line)
+    site = table_site(config.root)
     return Diagnostic(
         "LG521", "`layoutgen build` needs the architectures to build for: `[tool.layoutgen].build_archs` is missing "
         "or empty and no --arch was given", site,
@@ -219,14 +215,5 @@ def _write_if_changed(path: Path, data: bytes) -> bool:
     except FileNotFoundError:
         pass
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.build-", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)  # replaces a link, never writes through one
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_atomic(path, data)
     return True

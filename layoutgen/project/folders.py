@@ -9,12 +9,12 @@ holds in memory, to every ``#include`` of that name.
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 from ..declare.spec import Spec
 from ..schema.diagnostics import Diagnostic, Site
 from .config import Config
+from .pyproject_lines import table_site
 
 
 def missing_folders(config: Config) -> list[Diagnostic]:
@@ -28,7 +28,7 @@ def missing_folders(config: Config) -> list[Diagnostic]:
             what = "is a file" if path.exists() else "does not exist"
             out.append(Diagnostic(
                 "LG514", f"`[tool.layoutgen].{key}` must name folders, got `{folder}`, which {what}",
-                _key_site(config.root, key),
+                table_site(config.root, key),
                 hint=f"create the folder, or remove it from `{key}`; its paths are relative to the project root",
             ))
     return out
@@ -48,21 +48,3 @@ def shadowed_headers(config: Config, spec: Spec) -> list[Diagnostic]:
                 hint=f"rename the header, or move it into a sub-folder and include it as `\"<sub-folder>/{header}\"`",
             ))
     return out
-
-
-def _key_site(root: Path, key: str) -> Site | None:
-    """The line of ``key`` in the ``[tool.layoutgen]`` table of the root's pyproject.toml (None without one)."""
-    pyproject = root / "pyproject.toml"
-    if not pyproject.is_file():
-        return None
-    lines = pyproject.read_text(encoding="utf-8", errors="replace").splitlines()
-    table = next((n for n, text in enumerate(lines, 1) if text.strip() == "[tool.layoutgen]"), None)
-    if table is None:
-        return None  # set by an override, or by a Config made in Python
-    assignment = re.compile(rf"\s*{re.escape(key)}\s*=")
-    for number, text in enumerate(lines[table:], table + 1):
-        if text.lstrip().startswith("["):
-            break
-        if assignment.match(text):
-            return Site(str(pyproject), number)
-    return Site(str(pyproject), table)

@@ -18,6 +18,7 @@ from ..codegen.render import relative, render_spec
 from ..declare.spec import Spec
 from ..schema.diagnostics import Diagnostic, Severity, Site
 from .config import Config
+from .pyproject_lines import table_site
 from .files import Plan, hand_edited, plan_output
 from .folders import missing_folders, shadowed_headers
 from .specload import load_spec
@@ -140,12 +141,7 @@ def _listed(items: list[str]) -> str:
 
 def no_specs(config: Config) -> Diagnostic:
     """LG506: nothing to process, at the ``[tool.layoutgen]`` table where there is one."""
-    pyproject = config.root / "pyproject.toml"
-    site = None
-    if pyproject.is_file():
-        lines = pyproject.read_text(encoding="utf-8", errors="replace").splitlines()
-        line = next((n for n, text in enumerate(lines, 1) if text.strip() == "[tool.layoutgen]"), 1)
-        site = Site(str(pyproject), line)
+    site = table_site(config.root)
     return Diagnostic(
         "LG506", "no spec modules to process: `[tool.layoutgen].specs` is missing or empty and no SPEC was given",
         site, hint='list them under [tool.layoutgen], like `specs = ["examples/vsn/spec.py"]`, '

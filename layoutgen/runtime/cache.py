@@ -34,12 +34,13 @@ import functools
 import hashlib
 import json
 import os
-import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
-from .cachefiles import ELSEWHERE, CacheError, cache_error, checked_entry_folder, checked_root, open_file, read_file
+from .cachefiles import (
+    ELSEWHERE, CacheError, cache_error, checked_entry_folder, checked_root, open_file, read_file, write_atomic,
+)
 from ..schema.diagnostics import display_path
 from .nvrtc import CompileRequest, CompileResult, KernelResources, compile_cubin, nvrtc_version
 from .paths import cubin_cache_dir
@@ -230,8 +231,8 @@ class CubinCache:
             "resources": [dataclasses.asdict(r) for r in result.resources],
         }
         text = json.dumps(meta, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
-        _write_atomic(cubin_path, result.cubin)
-        _write_atomic(meta_path, text.encode("utf-8"))
+        write_atomic(cubin_path, result.cubin)
+        write_atomic(meta_path, text.encode("utf-8"))
         _fsync_dir(cubin_path.parent)
 
     # -- reading ------------------------------------------------------------
@@ -277,19 +278,6 @@ def _decode(key: str, meta_bytes: bytes, cubin: bytes) -> CompileResult:
             raise TypeError("resource sizes must be integers")
         resources.append(KernelResources(entry["kernel"], *numbers))
     return CompileResult(cubin, log, tuple(resources), origin="cache")
-
-
-def _write_atomic(path: Path, data: bytes) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f"{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def _fsync_dir(folder: Path) -> None:

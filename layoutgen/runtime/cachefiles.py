@@ -15,6 +15,7 @@ import contextlib
 import errno
 import os
 import stat
+import tempfile
 from pathlib import Path
 
 from ..schema.diagnostics import Diagnostic, LayoutgenError, display_path
@@ -173,3 +174,18 @@ def read_file(path: Path, limit: int = -1) -> bytes | None:
         return None
     with os.fdopen(fd, "rb") as handle:
         return handle.read(limit)
+
+
+def write_atomic(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` through a temporary file beside it, then rename: a reader sees the old
+    file or the new one, never half of one; a link at ``path`` is replaced, never written through."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
