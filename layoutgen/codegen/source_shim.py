@@ -15,6 +15,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
+from ..checks.cxx import scan
 from ..declare.kernels import Binding, Param
 from ..declare.source_kernels import SourceKernel
 from ..schema.diagnostics import Diagnostic, Site
@@ -23,7 +24,6 @@ from .model import KernelModel, param_vector_bytes
 
 #: The file-scope skeleton the call needs (layoutgen/templates/entry_check.cuh.j2).
 ENTRY_HELPER = "entry_check.cuh.j2"
-_COMMENT = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)
 # What a static_assert of the generated call says, as NVRTC reports it: the code and the parameter's number.
 _MARK = re.compile(r"(LG22[56]) entry check (?:parameter (\d+)|arity)\b")
 
@@ -42,11 +42,6 @@ class Entry:
 
     line: int
     params: tuple[EntryParam, ...]
-
-
-def _blank_comments(text: str) -> str:
-    """``text`` with each comment made spaces, newlines kept: positions and lines stay as in the file."""
-    return _COMMENT.sub(lambda m: re.sub(r"[^\n]", " ", m.group(0)), text)
 
 
 def _closing(text: str, start: int) -> int:
@@ -96,7 +91,7 @@ def _split_params(text: str, offset: int, whole: str) -> tuple[EntryParam, ...]:
 def find_entry(kernel: SourceKernel, text: str) -> Entry | Diagnostic:
     """The entry's definition in the source ``text``, or LG224 saying why it is not there or not usable."""
     path = str(kernel.template_path)
-    code = _blank_comments(text)
+    code = "\n".join(scan(text, jinja=False).code)  # comments and literals blanked, columns kept
     found: Entry | None = None
     for m in re.finditer(rf"(?<![\w:.>]){re.escape(kernel.entry)}\s*\(", code):
         close = _closing(code, m.end() - 1)
