@@ -20,41 +20,14 @@ Prints a table; no assertion.
 from __future__ import annotations
 
 import importlib
-import statistics
 import sys
 import tempfile
-import time
-from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-N, ROUNDS = 20000, 7
 
-try:  # Triton resolves a kernel's globals at compile time: define it at module level
-    import triton
-    import triton.language as tl
-
-    @triton.jit
-    def triton_empty(x, w, b, g, y, nb, nk, BLOCK: tl.constexpr):  # type: ignore[no-untyped-def]
-        pass
-
-except ImportError as exc:  # pragma: no cover - reported in the table
-    triton_empty = None
-    TRITON_MISSING = str(exc)
-
-
-def per_call_us(fn: Callable[[], object], sync: Callable[[], None]) -> float:
-    for _ in range(2000):
-        fn()
-    sync()
-    rounds = []
-    for _ in range(ROUNDS):
-        start = time.perf_counter()
-        for _ in range(N):
-            fn()
-        sync()
-        rounds.append((time.perf_counter() - start) / N * 1e6)
-    return statistics.median(rounds)
+# The per-call timer and Triton's empty kernel are bench_launch.py's: the same measurement, beside it.
+from bench_launch import N, ROUNDS, per_call_us, triton_empty  # noqa: E402  (benchmarks/ is this script's folder)
 
 
 def generated_package(out: Path):  # type: ignore[no-untyped-def]
@@ -101,7 +74,9 @@ def main() -> None:
         rows.append(("Triton launch (torch tensors)",
                      per_call_us(lambda: triton_empty[grid](x, w, b, gates, y, B, K, BLOCK=128), sync)))
     else:
-        rows.append((f"Triton unavailable: {TRITON_MISSING}", float("nan")))
+        import bench_launch
+
+        rows.append((f"Triton unavailable: {bench_launch.TRITON_MISSING}", float("nan")))
 
     base = rows[0][1]
     print(f"{'path':<44} {'µs/call':>9} {'vs launcher':>12}")
