@@ -27,6 +27,7 @@ from layoutgen.runtime import cubin_module, launch, prebuilt
 from layoutgen.runtime.errors import LaunchError
 from layoutgen.runtime.launch import KernelLauncher
 from layoutgen.runtime.prebuilt import PrebuiltFallback, pick_arch
+from tests.test_docs import nvrtc_missing
 
 SPEC = '''\
 from layoutgen import Field, In, Kernel, Layout, Out, Spec, dims, f32
@@ -42,16 +43,6 @@ spec = Spec("example", kernels=[scale.bind(x=Window.snap, y=Features), shift.bin
 '''
 SCALE = "    for (int f = 0; f < F; ++f)\n        y.at(row, f) = 2.0f * x.at(row, f);\n"
 SHIFT = "    for (int f = 0; f < F; ++f)\n        y.at(row, f) = x.at(row, f) + 1.0f;\n"
-
-
-def nvrtc_missing() -> str | None:
-    try:
-        from layoutgen.runtime.nvrtc import nvrtc_version
-
-        nvrtc_version()
-    except Exception as exc:  # NvrtcUnavailableError, ImportError
-        return f"NVRTC is not available: {exc}"
-    return None
 
 
 needs_nvrtc = pytest.mark.skipif(nvrtc_missing() is not None, reason=str(nvrtc_missing()))

@@ -13,6 +13,7 @@ import pytest
 
 from layoutgen.project.explain import sections
 from layoutgen.schema.diagnostics import CODES
+from tests.test_docs import nvrtc_missing
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -21,16 +22,6 @@ def layoutgen(*args: str, cwd: Path, pythonpath: Path = REPO) -> subprocess.Comp
     env = {**os.environ, "PYTHONPATH": str(pythonpath)}
     return subprocess.run([sys.executable, "-m", "layoutgen", *args], cwd=cwd, env=env, capture_output=True,
                           text=True, timeout=300)
-
-
-def nvrtc_missing() -> str | None:
-    try:
-        from layoutgen.runtime.nvrtc import nvrtc_version
-
-        nvrtc_version()
-    except Exception as exc:  # NvrtcUnavailableError, ImportError
-        return f"NVRTC is not available: {exc}"
-    return None
 
 
 # -- explain -------------------------------------------------------------------------------------------

@@ -38,19 +38,10 @@ from layoutgen.runtime import cache as cache_module
 from layoutgen.runtime.cache import CubinCache
 from layoutgen.runtime.nvrtc import CompileRequest, CompileResult, HeaderFolderError, compile_cubin
 from layoutgen.runtime.project_headers import project_header_digest
+from tests.test_docs import nvrtc_missing
 
 B, K, F = dims("B K F")
 ROWS = Layout("Rows", [B], f32, width=4)
-
-
-def nvrtc_missing() -> str | None:
-    try:
-        from layoutgen.runtime.nvrtc import nvrtc_version
-
-        nvrtc_version()
-    except Exception as exc:  # NvrtcUnavailableError, ImportError
-        return f"NVRTC is not available: {exc}"
-    return None
 
 
 needs_nvrtc = pytest.mark.skipif(nvrtc_missing() is not None, reason=str(nvrtc_missing()))
