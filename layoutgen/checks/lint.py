@@ -20,6 +20,7 @@ import re
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
+from ..declare.grids import RETURNS_BEFORE_BODY
 from ..declare.kernels import Binding, Param
 from ..declare.unify import unify
 from ..schema.diagnostics import Diagnostic, Site
@@ -36,13 +37,8 @@ from .indexing import ALONE, FACTOR, POINTER, ROW_ARGUMENT, SUBSCRIPT, TERM, Ind
 _DIRECTIVE = re.compile(r"\s*#\s*(pragma|include|line|error|warning)\b")
 # A name reserved for generated code: the raw pointers and launch values behind the views.
 _RESERVED = re.compile(r"(?<![\w])lg_\w+")
-# A block-wide barrier, and the grids that return threads before the body runs (what each returns).
+# A block-wide barrier: LG406 where the grid returns threads before the body (RETURNS_BEFORE_BODY).
 _BARRIER = re.compile(r"(?<![\w.:>])__syncthreads\s*\(")
-_RETURNS_EARLY = {
-    "row": "Grid.rows returns the threads past the last row", "element": "Grid.elements returns the threads "
-    "past the last element", "vector": "Grid.vectors returns the threads past the last vector",
-    "warp": "Grid.warps returns each warp with no rows",
-}
 # `#line 3 "examples/vsn/k.cu.j2"` in a generated kernel.
 _LINE = re.compile(r'\s*#\s*line\s+(\d+)\s+"([^"]*)"')
 
@@ -217,7 +213,7 @@ def _check_lines(binding: Binding, template: Path, lines: Sequence[tuple[int, st
             diag = _literal_stride(binding, template, number, literal)
             if diag is not None:
                 out.setdefault((number, diag.message), diag)
-        if _BARRIER.search(code) and (early := _RETURNS_EARLY.get(binding.kernel.grid.per)):
+        if _BARRIER.search(code) and (early := RETURNS_BEFORE_BODY.get(binding.kernel.grid.per)):
             diag = Diagnostic(
                 "LG406", f"`__syncthreads()` in kernel `{binding.name}`, whose {early} before the body: the barrier "
                 "is not reached by every thread of the block", Site(str(template), number),

@@ -31,6 +31,12 @@ GRID_NAMES: Mapping[str, tuple[str, ...]] = {
     "persistent": ("tiles", "tile_capacity"),
     "general": (),
 }
+#: The grids that return threads before the body runs, and which (a barrier there is LG406).
+RETURNS_BEFORE_BODY: Mapping[str, str] = {
+    "row": "Grid.rows returns the threads past the last row", "element": "Grid.elements returns the threads "
+    "past the last element", "vector": "Grid.vectors returns the threads past the last vector",
+    "warp": "Grid.warps returns each warp with no rows",
+}
 #: The constructor of each kind, as messages name it.
 CONSTRUCTORS: Mapping[str, str] = {
     "row": "Grid.rows", "element": "Grid.elements", "vector": "Grid.vectors", "tile": "Grid.tiles",
