@@ -20,7 +20,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 
 from .constants import Constant, Constants
-from .cxx import Group, Node, Token, int_value, source, split_at, tree
+from .cxx import Group, Node, Token, source, split_at, tree
 
 SUBSCRIPT, POINTER, ROW_ARGUMENT, COLUMN_ARGUMENT = "subscript", "pointer", "row argument", "column argument"
 FACTOR, TERM, ALONE = "factor", "term", "alone"
@@ -111,18 +111,11 @@ def _terms(nodes: Sequence[Node]) -> list[tuple[str, list[Node]]]:
     return [("-" if sign == "-" else "+", part) for sign, part in _binary_split(nodes, ("+", "-")) if part]
 
 
-def literal_value(nodes: Sequence[Node]) -> int | None:
-    """The value of a term that is one integer literal (signed, or in parentheses); None otherwise."""
-    if len(nodes) == 2 and _op(nodes[0], "+", "-"):
-        nodes = nodes[1:]
-    if len(nodes) != 1:
-        return None
-    inner = _group(nodes[0], "(")
-    return literal_value(inner.items) if inner is not None else int_value(nodes[0])
+_LITERALS = Constants()  # literals only: what `x.row(0)` spells as its row
 
 
 def _zero_arguments(call: Group) -> bool:
-    return all(literal_value(arg) == 0 for arg in split_at(call.items, ","))
+    return all(_LITERALS.value(arg) == 0 for arg in split_at(call.items, ","))
 
 
 def _declarators(nodes: list[Node]) -> tuple[bool, bool, list[list[Node]]] | None:
