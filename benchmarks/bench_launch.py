@@ -15,12 +15,15 @@ says which path ran), and the Python path where they say it is forced.
 from __future__ import annotations
 
 import importlib
+import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 N, ROUNDS = 20000, 7
@@ -50,6 +53,44 @@ def per_call_us(fn: Callable[[], None], sync: Callable[[], None]) -> float:
         sync()
         rounds.append((time.perf_counter() - start) / N * 1e6)
     return statistics.median(rounds)
+
+
+def c_floor(out: Path) -> dict[str, float]:
+    """The C program's µs per call (benchmarks/launch/floor.cu, built with nvcc here), by way of launching;
+    empty where nvcc is missing or the build fails (said on stderr)."""
+    nvcc = shutil.which("nvcc") or next((str(p) for p in Path("/usr/local").glob("cuda*/bin/nvcc")), None)
+    if nvcc is None:
+        print("nvcc not found: no C floor", file=sys.stderr)
+        return {}
+    program = out / "floor"
+    built = subprocess.run([nvcc, "-O2", "-arch=sm_90", "-o", str(program), str(ROOT / "benchmarks/launch/floor.cu"),
+                            "-lcuda"], check=False, capture_output=True, text=True)
+    if built.returncode:
+        print(f"floor.cu did not build:\n{built.stderr}", file=sys.stderr)
+        return {}
+    ran = subprocess.run([str(program)], check=False, capture_output=True, text=True)
+    if ran.returncode:
+        print(f"floor failed:\n{ran.stderr}", file=sys.stderr)
+        return {}
+    return {name: float(us) for name, us in (line.split() for line in ran.stdout.splitlines())}
+
+
+def cuda_core_launch(cubin: Path, arrays: tuple[Any, ...], sizes: tuple[int, int], grid: int) -> Callable[[], None]:
+    """A launch of the same cubin through cuda.core (its prepared launch: config and kernel made once)."""
+    try:
+        from cuda.core import Device, LaunchConfig, ObjectCode, launch
+    except ImportError:  # releases before 1.0 keep the API under .experimental
+        from cuda.core.experimental import Device, LaunchConfig, ObjectCode, launch
+    import cupy
+    import numpy as np
+
+    device = Device()
+    device.set_current()
+    stream = device.create_stream(cupy.cuda.get_current_stream())  # CuPy's stream, through __cuda_stream__
+    kernel = ObjectCode.from_cubin(cubin.read_bytes()).get_kernel("empty")
+    config = LaunchConfig(grid=grid, block=128)
+    args = (*(np.intp(a.data.ptr) for a in arrays), *(np.int64(n) for n in sizes))
+    return lambda: launch(stream, config, kernel, *args)
 
 
 def generated_module(out: Path):  # type: ignore[no-untyped-def]
@@ -115,6 +156,14 @@ def main() -> None:
                          per_call_us(lambda: packed(grid[0], 128, values, None), sync)))
         except ImportError as exc:
             rows.append((f"cuda.bindings unavailable: {exc}", float("nan")))
+        try:
+            rows.append(("cuda.core launch (prepared config)", per_call_us(
+                cuda_core_launch(empty.cache().paths(request.key())[0], (x, w, b, gates, y), (B, K), grid[0]), sync)))
+        except Exception as exc:  # not installed, or an API this script does not know: reported in the table
+            rows.append((f"cuda.core unavailable: {type(exc).__name__}: {exc}"[:60], float("nan")))
+        floor = c_floor(Path(tmp))
+        for way, label in (("cuLaunchKernel", "C program: bare cuLaunchKernel loop"), ("chevrons", "C program: <<<>>> loop")):
+            rows.append((label, floor.get(way, float("nan"))))
         os.environ[LAUNCH_ENV] = "cupy"
         through_cupy = KernelLauncher(module._lg_kernel_empty.spec, module._lg_kernel_empty.folder, module._lg_kernel_empty.header)
         rows.append(("layoutgen launcher, CuPy launch path",
@@ -135,9 +184,10 @@ def main() -> None:
         rows.append((f"Triton unavailable: {TRITON_MISSING}", float("nan")))
 
     base = next(us for name, us in rows if name == "raw CuPy RawKernel call")
-    print(f"{'path':<44} {'µs/call':>9} {'vs raw CuPy':>12}")
+    floor_us = next(us for name, us in rows if name == "C program: bare cuLaunchKernel loop")
+    print(f"{'path':<48} {'µs/call':>9} {'vs raw CuPy':>12} {'vs C floor':>11}")
     for name, us in rows:
-        print(f"{name:<44} {us:>9.2f} {us / base:>11.2f}×")
+        print(f"{name:<48} {us:>9.2f} {us / base:>11.2f}× {us / floor_us:>10.2f}×")
     print(f"device: {cupy.cuda.runtime.getDeviceProperties(0)['name'].decode()}, N={N}, median of {ROUNDS} rounds")
 
 

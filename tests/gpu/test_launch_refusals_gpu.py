@@ -78,12 +78,19 @@ def test_host_array(args) -> None:  # type: ignore[no-untyped-def]
     _refused("LG608", "host array", **args)
 
 
-def test_misaligned_pointer(args) -> None:  # type: ignore[no-untyped-def]
+@pytest.mark.parametrize("offset", [2, 4], ids=["off-element", "off-vector"])
+def test_misaligned_pointer(args, offset: int) -> None:  # type: ignore[no-untyped-def]
+    """A base 2 bytes off (not even an element) and 4 bytes off (an element, but not the 16 bytes the kernel's
+    vector loads of `b` need): the alignment named is the one the generated launcher declares."""
     import cupy
 
-    raw = cupy.cuda.alloc(40 * 4 + 8)
-    args["b"] = cupy.ndarray((40,), cupy.float32, cupy.cuda.MemoryPointer(raw.mem, 2))
-    _refused("LG606", "aligned to 4 bytes", **args)
+    import generated.vsn as vsn
+
+    align = next(p.align for p in vsn._lg_kernel_variable_selection_fwd.spec.params if p.name == "b")
+    assert align > offset  # else the case would not be misaligned
+    raw = cupy.cuda.alloc(40 * 4 + 16)
+    args["b"] = cupy.ndarray((40,), cupy.float32, cupy.cuda.MemoryPointer(raw.mem, offset))
+    _refused("LG606", f"needs its base pointer aligned to {align} bytes", **args)
 
 
 def test_read_only_jax_output(args) -> None:  # type: ignore[no-untyped-def]
