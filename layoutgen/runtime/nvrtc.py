@@ -31,6 +31,7 @@ from typing import Any, Literal
 from .. import version
 from ..schema.diagnostics import Diagnostic, LayoutgenError, Site
 from . import paths
+from .elf import whole_cubin
 from .nvrtc_log import LogError, parse_errors, parse_log
 from .project_headers import HeaderFolderError, project_header_digest
 
@@ -290,7 +291,7 @@ def compile_cubin(req: CompileRequest) -> CompileResult:
             raise CompileError(_failure_diagnostics(req.name, log, exc), log) from exc
         log = _clean(nvrtc.getProgramLog(prog))
         try:
-            cubin = bytes(nvrtc.getCUBIN(prog))
+            cubin = whole_cubin(bytes(nvrtc.getCUBIN(prog)))  # CuPy's binding drops the last byte
         except (nvrtc.NVRTCError, RuntimeError) as exc:  # e.g. options that ask for LTO-IR
             diag = Diagnostic("LG501", f"NVRTC compiled `{req.name}` but gave no cubin: {exc}")
             raise CompileError((diag,), log) from exc
