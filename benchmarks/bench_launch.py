@@ -14,6 +14,7 @@ says which path ran), and the Python path where they say it is forced.
 
 from __future__ import annotations
 
+import os
 import importlib
 import shutil
 import statistics
@@ -104,6 +105,7 @@ def generated_module(out: Path):  # type: ignore[no-untyped-def]
 
 
 def main() -> None:
+    os.environ.setdefault("LAYOUTGEN_PYTHON_LAUNCH", "0")  # the compiled path where it is built (not yet the default)
     import cupy
     import numpy as np
 
@@ -117,7 +119,6 @@ def main() -> None:
 
     with tempfile.TemporaryDirectory(dir=ROOT) as tmp:
         module = generated_module(Path(tmp))
-        import os
 
         from layoutgen.runtime.driver import LAUNCH_ENV, PackedLaunch
         from layoutgen.runtime.launch import KernelLauncher
@@ -128,12 +129,12 @@ def main() -> None:
 
         launcher = module.empty
         rows: list[tuple[str, float]] = []
-        rows.append(("layoutgen launcher (validates 5 arrays)", per_call_us(lambda: launcher(x, w, b, gates, y), sync)))
+        rows.append(("layoutgen launcher, compiled path (validates 5 arrays)", per_call_us(lambda: launcher(x, w, b, gates, y), sync)))
         print(launch_path_text())  # the path the row above took: compiled where the extension is built
         os.environ[PYTHON_LAUNCH_ENV] = "1"  # read when a launcher is built
         python_path = KernelLauncher(module._lg_kernel_empty.spec, module._lg_kernel_empty.folder,
                                      module._lg_kernel_empty.header)
-        del os.environ[PYTHON_LAUNCH_ENV]
+        os.environ[PYTHON_LAUNCH_ENV] = "0"  # back to the compiled path
         rows.append(("layoutgen launcher, Python path forced",
                      per_call_us(lambda: python_path(x, w, b, gates, y), sync)))
         print(f"default launch path: {type(module._lg_kernel_empty.function(0, 'sm_90')).__name__}")
@@ -177,7 +178,7 @@ def main() -> None:
         launch = lambda: triton_empty[grid](tx, tw, tb, tg, ty, B, K, BLOCK=128)  # noqa: E731
         rows.append(("Triton launch (torch tensors)", per_call_us(launch, torch.cuda.synchronize)))
         # the generated launcher on the same torch tensors: attributes read directly, no conversion
-        rows.append(("layoutgen launcher on torch tensors", per_call_us(lambda: launcher(tx, tw, tb, tg, ty), sync)))
+        rows.append(("layoutgen launcher on torch tensors, compiled path", per_call_us(lambda: launcher(tx, tw, tb, tg, ty), sync)))
         rows.append(("layoutgen launcher on torch, Python path forced",
                      per_call_us(lambda: python_path(tx, tw, tb, tg, ty), sync)))
     else:
@@ -185,9 +186,9 @@ def main() -> None:
 
     base = next(us for name, us in rows if name == "raw CuPy RawKernel call")
     floor_us = next(us for name, us in rows if name == "C program: bare cuLaunchKernel loop")
-    print(f"{'path':<48} {'µs/call':>9} {'vs raw CuPy':>12} {'vs C floor':>11}")
+    print(f"{'path':<52} {'µs/call':>9} {'vs raw CuPy':>12} {'vs C floor':>11}")
     for name, us in rows:
-        print(f"{name:<48} {us:>9.2f} {us / base:>11.2f}× {us / floor_us:>10.2f}×")
+        print(f"{name:<52} {us:>9.2f} {us / base:>11.2f}× {us / floor_us:>10.2f}×")
     print(f"device: {cupy.cuda.runtime.getDeviceProperties(0)['name'].decode()}, N={N}, median of {ROUNDS} rounds")
 
 

@@ -1,72 +1,118 @@
-"""Where the generated launcher's per-call time goes: each step of its hot path timed alone.
+"""Where the generated launcher's per-call time goes: the compiled hot path and its pieces, timed alone.
 
 Run on a GPU machine from the repository root:
 
     PYTHONPATH=. python3 benchmarks/bench_launch_parts.py
 
-Same arrays and kernel as bench_launch.py (an empty kernel, five CuPy arrays
-and two sizes). Each row repeats one step of ``KernelLauncher.__call__`` N
-times, timed as bench_launch.py times a call. Prints a table; no assertion.
+Same arrays and kernel as bench_launch.py (an empty kernel, five arrays and
+two sizes). Each row repeats one step N times, timed as bench_launch.py
+times a call. The compiled path's own floor is a one-launch ``Steps`` (what a
+program runner launches with): a call from Python, the stream read and
+``cuLaunchKernel``, nothing checked; the whole call less that floor is what
+reading, matching and checking the arrays costs. The rows after it time, from
+Python (so each with ~30 ns of call overhead), what the compiled path calls of
+CuPy's and torch's own, and the reads the Python path makes. Prints a table;
+no assertion.
 """
 
 from __future__ import annotations
 
+import os
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 from bench_launch import N, ROOT, ROUNDS, generated_module, per_call_us
 
 
 def main() -> None:
+    os.environ.setdefault("LAYOUTGEN_PYTHON_LAUNCH", "0")  # the compiled path where it is built (not yet the default)
     import cupy
 
-    from layoutgen.runtime import launch
+    from layoutgen.runtime import fastpath, launch
     from layoutgen.runtime.driver import stream_handle
-    from layoutgen.runtime.validate import Extents
+    from layoutgen.runtime.paths import PYTHON_LAUNCH_ENV
+    from layoutgen.runtime.typed import Array
 
     B, K = 64, 32
     arrays = (cupy.zeros((B, K, 56), cupy.float32), cupy.zeros((40, 40), cupy.float32), cupy.zeros(40, cupy.float32),
               cupy.zeros((B, K, 40), cupy.float32), cupy.zeros((B, K, 40), cupy.float32))
+    x, w, b, g, y = arrays
     sync = cupy.cuda.runtime.deviceSynchronize
+    rows: list[tuple[str, Callable[[], object]]] = []
     with tempfile.TemporaryDirectory(dir=ROOT) as tmp:
         module = generated_module(Path(tmp))
         launcher = module._lg_kernel_empty
-        launcher(*arrays)  # compile, load, plan
+        module.empty(*arrays)  # compile, load, plan (and teach the compiled path)
         device = launch.current_device()
-        arch = launch.device_arch(device)
-        fn = launcher.function(device, arch)
         plan = next(iter(launcher._plans.values()))
         checked = plan.checked
-        values = [a.data.ptr for a in arrays] + list(checked.symbols)
-        pointers = [a.data.ptr for a in arrays]
-        extents = Extents(checked.pairs)
-
-        def read_arrays() -> list[object]:
-            key: list[object] = [device]
-            for a in arrays:
-                data = a.data
-                key += (a.shape, a.strides, a.dtype, data.device_id)
-                data.ptr
-            return key
-
-        key = read_arrays()
-        rows = [
-            ("the whole launcher call", lambda: launcher(*arrays)),
-            ("current_device()", launch.current_device),
-            ("read 5 arrays into the key", read_arrays),
-            ("tuple(key) and the plan lookup", lambda: launcher._plans.get(tuple(key))),
-            ("device_arch() and function()", lambda: launcher.function(device, launch.device_arch(device))),
-            ("stream_handle(None)", lambda: stream_handle(None)),
-            ("the overlap check of the pairs", lambda: extents.first_overlap(pointers)),
-            ("the packed launch alone", lambda: fn(checked.blocks, checked.block, values, None)),
-            ("a.shape of one array", lambda: arrays[0].shape),
-            ("a.strides of one array", lambda: arrays[0].strides),
-            ("a.data.ptr of one array", lambda: arrays[0].data.ptr),
+        pointers = tuple(a.data.ptr for a in arrays)
+        values = [*pointers, *checked.symbols]
+        steps = fastpath.program_steps("empty", 5, [(plan.launch, checked.blocks, checked.block, (0, 1, 2, 3, 4),
+                                                     checked.symbols)])
+        os.environ[PYTHON_LAUNCH_ENV] = "1"  # read when a launcher is built
+        python_path = launch.KernelLauncher(launcher.spec, launcher.folder, launcher.header)
+        os.environ[PYTHON_LAUNCH_ENV] = "0"  # back to the compiled path
+        typed = tuple(Array(a) for a in arrays)
+        entry = launcher.entry
+        null = cupy.cuda.Stream.null
+        rows += [
+            ("generated function, compiled path", lambda: module.empty(x, w, b, g, y)),
+            ("launcher.entry(...) directly", lambda: entry(x, w, b, g, y)),
+            ("launcher.entry(...) on typed Arrays", lambda: entry(*typed)),
+            ("launcher.entry(..., stream=Stream.null)", lambda: entry(x, w, b, g, y, stream=null)),
+            ("Python path forced", lambda: python_path(x, w, b, g, y)),
         ]
-        print(f"{'step':<36} {'µs/call':>9}")
+        if steps is not None:
+            rows += [
+                ("floor: Steps.launch, current stream", lambda: steps.launch(pointers, None)),
+                ("floor: Steps.launch, Stream.null", lambda: steps.launch(pointers, null)),
+            ]
+        rows += [
+            ("cupy getDevice() (Python path's)", cupy.cuda.runtime.getDevice),
+            ("stream_handle(None) (Python path's)", lambda: stream_handle(None)),
+            ("PackedLaunch via cuda.bindings", lambda: plan.launch(checked.blocks, checked.block, values, None)),
+            ("a.shape of one array", lambda: x.shape),
+            ("a.strides of one array", lambda: x.strides),
+            ("a.data.ptr of one array", lambda: x.data.ptr),
+        ]
+        rows += torch_rows(module, B, K)
+        ext = fastpath.extension()[0]
+        print(fastpath.launch_path_text())
+        if ext is not None:
+            print(f"current stream: {ext.current_stream()}; read at C level: "
+                  f"{ {k.__name__: v for k, v in ext.kinds().items()} }")
+        print(f"{'step':<44} {'µs/call':>9}")
         for name, step in rows:
-            print(f"{name:<36} {per_call_us(step, sync):>9.3f}")
-    print(f"device: {cupy.cuda.runtime.getDeviceProperties(0)['name'].decode()}, N={N}, median of {ROUNDS} rounds")
+            print(f"{name:<44} {per_call_us(step, sync):>9.3f}")
+        if launcher._fast is not None:
+            print(f"compiled path: {launcher._fast.hits} calls launched, {launcher._fast.handovers} handed over")
+    print(f"device {device}: {cupy.cuda.runtime.getDeviceProperties(device)['name'].decode()}, N={N}, "
+          f"median of {ROUNDS} rounds")
+
+
+def torch_rows(module: object, nb: int, nk: int) -> list[tuple[str, Callable[[], object]]]:
+    """The same launch on torch tensors, and the torch calls the compiled path makes for them."""
+    try:
+        import torch
+    except ImportError:
+        return []
+    if not torch.cuda.is_available():
+        return []
+    tx, tw, tb, tg, ty = (torch.zeros(s, device="cuda") for s in ((nb, nk, 56), (40, 40), (40,), (nb, nk, 40),
+                                                                 (nb, nk, 40)))
+    entry = module._lg_kernel_empty.entry  # type: ignore[attr-defined]
+    entry(tx, tw, tb, tg, ty)  # plan, teach
+    bump = torch._C._increment_version
+    return [
+        ("torch: launcher.entry on 5 tensors", lambda: entry(tx, tw, tb, tg, ty)),
+        ("torch: t.is_neg() (one per tensor)", tx.is_neg),
+        ("torch: t.requires_grad (one per written)", lambda: tg.requires_grad),
+        ("torch: torch.is_grad_enabled()", torch.is_grad_enabled),
+        ("torch: _increment_version((g, y))", lambda: bump((tg, ty))),
+        ("torch: _is_torch_function_mode_enabled()", torch._C._is_torch_function_mode_enabled),
+    ]
 
 
 if __name__ == "__main__":

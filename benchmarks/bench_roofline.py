@@ -12,10 +12,11 @@ first poisoned with NaN and inputs of fresh random data.
 
 The second table compares the generated `variable_selection_fwd` and `variable_selection_bwd` with
 the same kernels written by hand as CuPy `RawKernel`s with literal strides
-(benchmarks/roofline/vsn_*_hand.cu): time ratio (interleaved runs), registers from the compile
-report of each, and whether the outputs are bitwise equal (`grad_W` and `grad_b` are sums of atomic
-adds from every block, whose order varies from run to run: they are compared with the float64
-reference instead, in both).
+(benchmarks/roofline/vsn_*_hand.cu: persistent warps on tensor cores, each warp its own tiles, as the
+generated ones; both include the VSN's project header examples/vsn/include/vsn_tf32.cuh for the mma
+arithmetic): time ratio (interleaved runs), registers from the compile report of each, and whether the
+outputs are bitwise equal (`grad_W` and `grad_b` are sums of atomic adds from every block, whose order
+varies from run to run: they are compared with the float64 reference instead, in both).
 """
 
 from __future__ import annotations
@@ -137,8 +138,11 @@ def hand_comparison() -> list[tuple[str, float, int, int, str]]:
     cache = CubinCache.default()
     folder = ROOT / "generated" / "vsn"
 
+    include = (str(ROOT / "examples" / "vsn" / "include"),)  # [tool.layoutgen] include: vsn_tf32.cuh
+
     def compiled(source: str, name: str, headers: tuple[tuple[str, str], ...] = ()) -> tuple[Any, int]:
-        request = CompileRequest(source=source, name=name, headers=headers, arch=arch, report=True)
+        request = CompileRequest(source=source, name=name, headers=headers, arch=arch, report=True,
+                                 include_dirs=include)
         result = cache.get_or_compile(request)
         kernel = name.rsplit("/", 1)[-1].removesuffix(".cu")
         registers = {r.kernel: r for r in result.resources}[kernel].registers
@@ -159,11 +163,20 @@ def hand_comparison() -> list[tuple[str, float, int, int, str]]:
     outs = {label: [cupy.full((B, K, 40), cupy.nan, f32) for _ in range(3)] + [cupy.zeros((40, 40), f32),
                                                                               cupy.zeros(40, f32)]
             for label in ("generated", "by hand")}
-    fwd_smem, bwd_smem = 7216 + 128 * 44 * 4, 7040 + 3 * 128 * 44 * 4
+    # Blocks of 4 warps, each warp its own tiles of 32 rows of 44 floats: the forward 3 of x and 1 of gates,
+    # the backward 1 each of x, gates and grad_y, then [4, 40, 40] + [4, 40] floats of the warps' sums.
+    tile = 32 * 44 * 4
+    fwd_smem, bwd_smem = 4 * 4 * tile, 4 * 3 * tile + (4 * 40 * 40 + 4 * 40) * 4
     hand_fwd.max_dynamic_shared_size_bytes = fwd_smem
     hand_bwd.max_dynamic_shared_size_bytes = bwd_smem
     sms = cupy.cuda.Device().attributes["MultiProcessorCount"]
-    per_sm = cupy.cuda.driver.occupancyMaxActiveBlocksPerMultiprocessor(hand_bwd.kernel.ptr, 128, bwd_smem)
+    warp_tiles = (B * K + 31) // 32
+
+    def resident(kernel: Any, smem: int) -> int:  # what stays resident, at most a block for 4 warp tiles
+        per_sm = cupy.cuda.driver.occupancyMaxActiveBlocksPerMultiprocessor(kernel.kernel.ptr, 128, smem)
+        return min(per_sm * sms, (warp_tiles + 3) // 4)
+
+    fwd_blocks, bwd_blocks = resident(hand_fwd, fwd_smem), resident(hand_bwd, bwd_smem)
     n = np.int64
 
     def fwd(label: str) -> None:
@@ -171,15 +184,15 @@ def hand_comparison() -> list[tuple[str, float, int, int, str]]:
         if label == "generated":
             vsn.variable_selection_fwd(window, w, b, gates, y)
         else:
-            hand_fwd(((B * K + 127) // 128,), (128,), (window, w, b, gates, y, n(B), n(K)), shared_mem=fwd_smem)
+            hand_fwd((fwd_blocks,), (128,), (window, w, b, gates, y, n(B), n(K)), shared_mem=fwd_smem)
 
     def bwd(label: str) -> None:
         gates, _, grad_x, grad_w, grad_b = outs[label]
         if label == "generated":
             vsn.variable_selection_bwd(window, w, gates, grad_y, grad_x, grad_w, grad_b)
         else:
-            hand_bwd((min(per_sm * sms, (B * K + 127) // 128),), (128,),
-                     (window, w, gates, grad_y, grad_x, grad_w, grad_b, n(B), n(K)), shared_mem=bwd_smem)
+            hand_bwd((bwd_blocks,), (128,), (window, w, gates, grad_y, grad_x, grad_w, grad_b, n(B), n(K)),
+                     shared_mem=bwd_smem)
 
     rows = []
     for name, launch in (("variable_selection_fwd", fwd), ("variable_selection_bwd", bwd)):

@@ -5,7 +5,9 @@ and "compiled" (the extension, which must be built here: ``pip install -e .``
 or ``python setup.py build_ext --inplace``). Without a GPU the compiled path's
 ``cuLaunchKernel`` is replaced by a hook that hands the packed parameters to
 the plan's Launch object, as ``PackedLaunch`` would give them to the driver,
-so the recorders of the tests see every launch whichever path made it.
+so the recorders of the tests see every launch whichever path made it; and
+its current device (the driver's current context) by the Python path's
+``find_device``, which the tests fake.
 """
 
 from __future__ import annotations
@@ -16,18 +18,28 @@ from typing import Any
 
 import pytest
 
-from layoutgen.runtime import fastpath
+from layoutgen.runtime import fastpath, launch
 from layoutgen.runtime.launch import KernelLauncher
 from layoutgen.runtime.paths import PYTHON_LAUNCH_ENV
 
 #: Every launch the compiled path made in the current test: (blocks, block, shared, stream, parameter bytes).
 COMPILED: list[tuple[int, int, int, Any, bytes]] = []
+#: The CUstream the compiled path read of each stream object it launched on (None: the stream was None).
+HANDLES: list[int | None] = []
 
 
-def replay(launch: Any, blocks: int, block: int, shared: int, stream: Any, parameters: bytes) -> None:
+def replay(launch: Any, blocks: int, block: int, shared: int, stream: Any, handle: int | None,
+           parameters: bytes) -> None:
     """The hook: record the compiled launch, then give its values to the plan's Launch (a test's recorder)."""
     COMPILED.append((blocks, block, shared, stream, parameters))
+    HANDLES.append(handle)
     launch(blocks, block, list(struct.unpack(f"={len(parameters) // 8}Q", parameters)), stream)
+
+
+def current_device() -> int | None:
+    """The device hook: the compiled path's current device is the one the Python path's ``find_device`` (which
+    the tests replace) finds, as the driver's current context and CuPy's agree on a GPU."""
+    return launch.find_device()
 
 
 def module_launchers() -> list[KernelLauncher]:
@@ -46,11 +58,13 @@ def launch_path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch)
         monkeypatch.setenv(PYTHON_LAUNCH_ENV, "1")
     else:
         assert module is not None, f"the compiled launch path must be built here: {reason}"
-        monkeypatch.delenv(PYTHON_LAUNCH_ENV, raising=False)
-        module.set_hook(replay)
+        monkeypatch.setenv(PYTHON_LAUNCH_ENV, "0")
+        module.set_hook(replay, current_device)
     COMPILED.clear()
+    HANDLES.clear()
     for launcher in module_launchers():
         monkeypatch.setattr(launcher, "_fast", None)  # restored afterwards
+        monkeypatch.setattr(launcher, "entry", None)
         launcher.__post_init__()  # the compiled path (or none) for this test's path
     try:
         yield request.param

@@ -139,7 +139,7 @@ def test_an_error_that_stops_generation_cannot_be_ignored(project: Path) -> None
     assert run.returncode == 2, run.stdout + run.stderr
     assert run.stderr == (
         "layoutgen: error: `ignore` must be a list of codes that can be ignored (LG303, LG306, LG401, LG403, LG404, "
-        'LG406, LG505, LG627) or their prefixes, got "LG502": LG502 (stale-generated) is an error that stops generation (override)\n'
+        'LG406, LG407, LG505, LG627) or their prefixes, got "LG502": LG502 (stale-generated) is an error that stops generation (override)\n'
     )
     # A selection that leaves the error out still reports it.
     assert "error[LG502]" in layoutgen("check", "--select", "LG4", cwd=project).stdout

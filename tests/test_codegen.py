@@ -26,6 +26,7 @@ from layoutgen.codegen.render import Rendered, render_spec
 from layoutgen.codegen.stamp import MARKER, is_generated, verify
 from layoutgen.declare.kernels import In, InOut, Kernel, Out
 from layoutgen.declare.spec import Spec
+from layoutgen.project.config import load_config
 from layoutgen.project.specload import load_spec
 
 REPO = Path(__file__).resolve().parent.parent
@@ -35,11 +36,15 @@ UPDATE = os.environ.get("LAYOUTGEN_UPDATE_GOLDEN") == "1"
 B, K, F = dims("B K F")
 
 
-def render(spec_rel: str) -> Rendered:
-    """Render the spec module at ``spec_rel`` (relative to the repository) as `layoutgen generate` does."""
+def render(spec_rel: str, debug: bool = False, project: bool = False) -> Rendered:
+    """Render the spec module at ``spec_rel`` (relative to the repository) as `layoutgen generate` does. Golden
+    files pin the code generation alone (no configuration); ``project`` renders with the repository's
+    configuration instead, as its committed `generated/` is (its `include` folders: the VSN's tensor-core header)."""
     loaded = load_spec(REPO / spec_rel)
     assert loaded.spec is not None, [str(d) for d in loaded.diagnostics]
-    rendered = render_spec(loaded.spec, REPO, spec_rel)
+    config = load_config(REPO)
+    include = config.include_from(f"{config.out}/{loaded.spec.name}") if project else ()
+    rendered = render_spec(loaded.spec, REPO, spec_rel, debug=debug, include=include)
     assert rendered.diagnostics == (), [str(d) for d in rendered.diagnostics]
     return rendered
 
@@ -90,7 +95,7 @@ def test_golden_unrolled_template() -> None:
 
 
 def test_vsn_renders_exactly_the_committed_generated_code() -> None:
-    rendered = render("examples/vsn/spec.py")
+    rendered = render("examples/vsn/spec.py", project=True)
     folder = REPO / "generated" / "vsn"
     on_disk = {
         p.relative_to(REPO / "generated").as_posix(): p.read_text(encoding="utf-8")
@@ -111,7 +116,7 @@ def test_vsn_renders_exactly_the_committed_generated_code() -> None:
 
 def test_a_plain_param_bound_to_window_snap_reads_at_row_stride_56() -> None:
     """The fix of the motivating bug: the same kernel, not contiguous, gets a view 56 apart, offset 0."""
-    files = render("examples/vsn/spec.py").files
+    files = render("examples/vsn/spec.py", project=True).files
     header, fwd = files["vsn/vsn.cuh"], files["vsn/variable_selection_fwd.cu"]
     # lg::Field<Rows, T, Width, RowStride, Offset, VectorBytes, Pack, Index>: VectorBytes is the kernel's to give
     assert "struct Window_snap_view : lg::Field<Window_snap_view_rows, T, 40, 56, 0, VectorBytes, Pack, long long> {" in header
@@ -121,9 +126,9 @@ def test_a_plain_param_bound_to_window_snap_reads_at_row_stride_56() -> None:
     assert "    const lg::views::vsn::Window_snap_view<const float, 16, lg::Packing::strided> x{ {lg_arg_x}, lg_dim_B, lg_dim_K };\n" in fwd
     assert "//   x: in [B, K, F] <- `Window.snap`, columns 0..40 of Window [B, K, 56], strides (K*56, 56, 1)\n" in fwd
     assert "    [[maybe_unused]] constexpr int F = 40;\n" in fwd
-    # The template reads x only through the view (its shared tile is filled by the view): no literal stride.
-    body = fwd[fwd.index("#line 1"):]
-    assert "xs.load(x, tile_row, tile_rows);" in body and not re.search(r"\b(40|56)\b", body)
+    # The template reads x only through the view (its warp's shared tiles are filled by the view): no literal stride.
+    body = fwd[fwd.index('#line 4 "examples/vsn/variable_selection_fwd.cu.j2"'):]
+    assert "xs.stage(s).load_async(x, tiles.nth(s));" in body and not re.search(r"\b(40|56)\b", body)
 
 
 def test_the_same_template_bound_twice_generates_two_kernels_with_their_own_views() -> None:
@@ -302,10 +307,12 @@ def make_project(root: Path) -> Path:
     for src in (REPO / "examples" / "vsn").iterdir():
         if src.suffix == ".j2" or src.name == "spec.py":
             shutil.copy(src, root / "examples" / "vsn" / src.name)
+    shutil.copytree(REPO / "examples" / "vsn" / "include", root / "examples" / "vsn" / "include")
     shutil.copytree(REPO / "tests" / "specs" / "mini", root / "specs" / "mini",
                     ignore=shutil.ignore_patterns("__pycache__"))
     (root / "pyproject.toml").write_text(
         '[tool.layoutgen]\nspecs = ["examples/vsn/spec.py", "specs/mini/spec.py"]\nout = "generated"\n'
+        'include = ["examples/vsn/include"]\n'
     )
     return root
 

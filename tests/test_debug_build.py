@@ -19,17 +19,14 @@ from layoutgen.codegen.render import render_spec
 from layoutgen.project.config import ConfigError, load_config
 from layoutgen.project.specload import load_spec
 from tests.test_cli import layoutgen
+from tests.test_codegen import render
 
 REPO = Path(__file__).resolve().parent.parent
 SPEC = "tests/specs/debug/spec.py"
 
 
 def _render(spec: str, debug: bool) -> dict[str, str]:
-    loaded = load_spec(REPO / spec)
-    assert loaded.spec is not None, loaded.diagnostics
-    rendered = render_spec(loaded.spec, REPO, spec, debug=debug)
-    assert not rendered.diagnostics
-    return rendered.files
+    return render(spec, debug=debug, project=True).files  # as the committed `generated/` is: with the configuration
 
 
 def test_release_output_is_the_committed_code_and_debug_only_adds() -> None:

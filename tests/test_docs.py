@@ -262,7 +262,7 @@ LAUNCH_CASES: dict[str, Any] = {
     # cp.empty((K, B, 40)).transpose(1, 0, 2)
     "LG604": lambda: _fwd(y=Dev((256, 64, 40), ptr=BASE + 0x4000000, strides=(40 * 4, 256 * 40 * 4, 4))),
     "LG605": lambda: _fwd(y=Dev((256, 64, 40), ptr=BASE + 0x4000000, device=1)),
-    "LG606": lambda: _fwd(W=Dev((40, 40), ptr=BASE + 0x1000002)),
+    "LG606": lambda: _fwd(gates=Dev((256, 64, 40), ptr=BASE + 0x3000004)),
     "LG607": lambda: _fwd(gates=Dev((256, 64, 40), ptr=BASE + 0x3000000, readonly=True)),
     "LG608": lambda: _fwd(W=_host_array()),
     # cp.broadcast_to(cp.empty((1, K, 40)), (B, K, 40)): stride 0 on B, an output

@@ -97,10 +97,10 @@ def test_each_grid_is_a_frozen_value_that_says_what_it_is() -> None:
      "LG218", "`blocks_per_sm` of Grid.persistent must be None or a positive integer up to 1024, got 0",
      "None keeps as many blocks as the compiled kernel's occupancy allows"),
     ("per-sm-rows", lambda: Grid("x", "row", blocks_per_sm=2),  # site: per-sm-rows
-     "LG218", "`blocks_per_sm` is for Grid.persistent, got 2 for Grid.rows", None),
+     "LG218", "`blocks_per_sm` is for Grid.persistent and Grid.persistent_warps, got 2 for Grid.rows", None),
     ("capacity", lambda: Grid("x", "element", capacity=4),  # site: capacity
      "LG218", "`capacity` of Grid.elements must be 1, got 4",
-     "tiles, warps and persistent grids own rows: Grid.tiles, Grid.warps, Grid.persistent"),
+     "tiles, warps and persistent grids own rows: Grid.tiles, Grid.warps, Grid.persistent, Grid.persistent_warps"),
     ("both", lambda: Grid.general(blocks=[B], threads=[B]),  # site: both
      "LG218", "Grid.general takes `blocks` or `threads`, one of them, got blocks=[Dim(name='B', size=None)] and "
      "threads=[Dim(name='B', size=None)]", "for example Grid.general(blocks=[B, H])"),
@@ -162,6 +162,7 @@ KINDS = {
     "row": lambda p: Grid.rows(p), "element": lambda p: Grid.elements(p), "vector": lambda p: Grid.vectors(p),
     "tile": lambda p: Grid.tiles(p, rows=16, block=64), "warp": lambda p: Grid.warps(p, rows_per_warp=2, block=64),
     "persistent": lambda p: Grid.persistent(p, rows=16, block=64), "general": lambda p: Grid.general(blocks=[4]),
+    "persistent_warp": lambda p: Grid.persistent_warps(p, rows=8, block=64),
 }
 POOL = sorted({n for names in GRID_NAMES.values() for n in names} | {"xs", "acc", "count"})
 
@@ -214,8 +215,8 @@ def test_each_grid_places_its_prologue_and_the_launcher_its_count() -> None:
            "static_cast<int>(x.rows() - tile_row) : tile_capacity;\n" in tiles
     assert " return;" not in tiles.split("#line 1")[0]  # every thread of a tile runs the body
     assert "    const long long row = warp * 4;\n    if (row >= x.rows()) return;\n" in warps
-    assert "    [[maybe_unused]] const lg::Tiles tiles{ x.rows(), tile_capacity };\n" in persistent
-    assert "struct Tile {\n    long long row;\n    int rows;\n};" in persistent
+    assert "    [[maybe_unused]] const lg::Tiles tiles{ x.rows(), tile_capacity, blockIdx.x, gridDim.x };\n" in persistent
+    assert "struct Tile {\n    long long row;\n    int rows;\n    int index;\n};" in persistent
     assert " return;" not in general.split("#line 1")[0]
     assert "    [[maybe_unused]] float* const stage = reinterpret_cast<float*>(lg_shared + 0);  // f32 [K]\n" in general
     module = files["grids/__init__.py"]

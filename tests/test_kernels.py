@@ -182,7 +182,7 @@ def test_lg208_a_grid_of_an_unknown_kind(site_of: SiteOf) -> None:
     assert err.code == "LG208"
     assert err.diagnostic.message == (
         "the grid of `k` must be one of Grid.rows, Grid.elements, Grid.vectors, Grid.tiles, Grid.warps, "
-        "Grid.persistent, Grid.general, got per='rows'"
+        "Grid.persistent, Grid.persistent_warps, Grid.general, got per='rows'"
     )
     assert err.hint == 'for example Grid.rows("x") or Grid.tiles("x")'
     assert err.site == site_of("kind")

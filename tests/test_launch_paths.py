@@ -35,6 +35,13 @@ EXT, WHY = fastpath.extension()
 GATES = BASE + 0x300000
 
 
+@pytest.fixture(autouse=True)
+def compiled_unless_a_test_says_otherwise(monkeypatch: pytest.MonkeyPatch) -> None:
+    """These tests compare the two paths themselves: a forced Python path (``LAYOUTGEN_PYTHON_LAUNCH=1`` in
+    the environment of the whole run) is set by each where it means it."""
+    monkeypatch.setenv(PYTHON_LAUNCH_ENV, "0")
+
+
 def test_the_extension_is_built_here_and_imports() -> None:
     assert EXT is not None, WHY
     assert EXT.__name__ == "layoutgen.runtime._fastlaunch" and EXT.__file__.endswith(".so")
@@ -92,7 +99,8 @@ REFUSALS: list[tuple[str, dict[str, Any], int]] = [
         ("gates", (0, 160, 4)), ("y", (K * 40 * 4, 0, 4)), ("y", (K * 20 * 4, 20 * 4, 4))]],
     ("LG605-array-on-1", {"gates": Dev((B, K, 40), device=1)}, 0),
     ("LG605-launch-on-1", {}, 1),
-    *[(f"LG606-W+{o}", {"W": Dev((40, 40), ptr=BASE + 0x100000 + o)}, 0) for o in (1, 2, 3, 4, 6, 8, 12)],
+    *[(f"LG606-W+{o}", {"W": Dev((40, 40), ptr=BASE + 0x100000 + o)}, 0) for o in (1, 2, 3)],  # W: 4 bytes
+    *[(f"LG606-gates+{o}", {"gates": Dev((B, K, 40), ptr=GATES + o)}, 0) for o in (4, 8, 12)],  # a 16-byte tile
     ("LG606-b+2", {"b": Dev((40,), ptr=BASE + 0x200000 + 2)}, 0),
     ("LG607-y", {"y": Dev((B, K, 40), readonly=True)}, 0),
     ("LG608-numpy", {"x": np.zeros((B, K, 56), np.float32)}, 0),
@@ -106,13 +114,15 @@ REFUSALS: list[tuple[str, dict[str, Any], int]] = [
 @pytest.fixture
 def hooked() -> Iterator[None]:
     """The compiled path's cuLaunchKernel replaced by the replaying hook (tests.launch_paths)."""
-    from tests.launch_paths import replay
+    from tests.launch_paths import HANDLES, current_device, replay
 
-    EXT.set_hook(replay)
+    EXT.set_hook(replay, current_device)
     COMPILED.clear()
+    HANDLES.clear()
     yield
     EXT.set_hook(None)
     COMPILED.clear()
+    HANDLES.clear()
 
 
 @pytest.mark.parametrize(("code", "replace", "on"), [(i[:5], r, d) for i, r, d in REFUSALS],
@@ -125,7 +135,7 @@ def test_every_refusal_is_handed_over_and_refused_with_the_python_paths_code_and
         if path == "python":
             monkeypatch.setenv(PYTHON_LAUNCH_ENV, "1")
         else:
-            monkeypatch.delenv(PYTHON_LAUNCH_ENV)
+            monkeypatch.setenv(PYTHON_LAUNCH_ENV, "0")
         launched: list[tuple[Any, ...]] = []
         k = launcher(FWD.spec, launched)
         assert (k._fast is None) == (path == "python")
@@ -135,7 +145,7 @@ def test_every_refusal_is_handed_over_and_refused_with_the_python_paths_code_and
         bad = fwd_args(**replace)
         if path == "compiled":
             assert k._fast.plans == 1
-            assert k._fast.launch(on, bad, None, None) is False  # the compiled path says no, launching nothing
+            assert k._fast.attempt(*bad) is False  # the compiled path says no, launching nothing
         results[path] = outcome(lambda: k(*bad))
         assert len(launched) == 1
     assert results["python"] is not None and results["python"][0] == code
@@ -174,7 +184,7 @@ def test_accepted_launches_pack_byte_identical_parameters_on_both_paths(
         if path == "python":
             monkeypatch.setenv(PYTHON_LAUNCH_ENV, "1")
         else:
-            monkeypatch.delenv(PYTHON_LAUNCH_ENV)
+            monkeypatch.setenv(PYTHON_LAUNCH_ENV, "0")
         launched: list[tuple[Any, ...]] = []
         k = launcher(spec, launched)
         COMPILED.clear()
@@ -239,19 +249,23 @@ def test_without_libcuda_the_compiled_path_hands_over_to_the_drivers_launch(devi
     assert len(calls) == 2 and list(packed_launch._values)[-2:] == [B, K]
 
 
-# how a tensor is read: at C level exactly as the Python fast readers read it --------------------------------
+# how an array is read: at C level exactly as the Python fast readers read it --------------------------------
 
 
 def torch_tensors() -> list[Any]:
     torch = pytest.importorskip("torch")
     t = torch.arange(24, dtype=torch.float32).reshape(2, 3, 4)
-    return [t, t.transpose(0, 2), t[:, 1:], torch._neg_view(t), t.to(torch.bfloat16), torch.nn.Parameter(t.clone()),
-            torch.zeros(0, 5, dtype=torch.int64), torch.ones(())]
+    return [t, t.transpose(0, 2), t[:, 1:], t.to(torch.bfloat16), torch.nn.Parameter(t.clone()),
+            torch.zeros(0, 5, dtype=torch.int64), torch.ones(()), t.to(torch.uint8), t > 3]
 
 
-def test_torch_tensors_are_read_at_c_level_as_the_python_reader_reads_them() -> None:
+def test_torch_tensors_are_read_through_dlpack_as_the_python_reader_reads_them() -> None:
+    torch = pytest.importorskip("torch")
     for t in torch_tensors():
-        assert EXT.read(t, EXT.TORCH) == launch._torch_reader(t)
+        (kind, shape, strides, _, device, neg), ptr = launch._torch_reader(t)
+        assert EXT.read(t)[:4] == ("dlpack", ptr, tuple(shape), strides) and neg is False
+        assert EXT.read(t)[5] == (1, 0)  # kDLCPU, device 0: torch's `cpu`
+    assert EXT.read(torch._neg_view(torch_tensors()[0])) is None  # DLPack has no neg bit: is_neg() is read too
 
 
 class CupyLike:
@@ -263,11 +277,9 @@ class CupyLike:
         self.strides = tuple(s * self.dtype.itemsize for s in np.empty(shape, np.uint8).strides)
 
 
-def test_cupy_arrays_are_read_at_c_level_as_the_python_reader_reads_them() -> None:
-    for a in (CupyLike(BASE, (4, 8, 56), "float32"), CupyLike(BASE + 16, (), "uint16"), CupyLike(0, (0, 3), "f8")):
-        assert EXT.read(a, EXT.CUPY) == launch._cupy_reader(a)
-    assert EXT.read(CupyLike(-1, (3,), "f4"), EXT.CUPY) is None  # no address: the Python path reads it
-    assert EXT.read(object(), EXT.CUPY) is None
+def test_kinds_the_c_side_does_not_know_are_not_read_there() -> None:
+    assert EXT.read(CupyLike(BASE, (4, 8, 56), "float32")) is None  # no reader of its own: not CuPy's fields
+    assert EXT.read(object()) is None
 
 
 # which path, and forcing the Python one -----------------------------------------------------------------------
@@ -281,6 +293,14 @@ def test_the_environment_variable_forces_the_python_path(monkeypatch: pytest.Mon
     assert launch.launch_path() == "compiled" and KernelLauncher(FWD.spec, FWD.folder, FWD.header)._fast is not None
 
 
+def test_the_python_path_is_the_default_until_the_compiled_one_has_run_on_a_gpu(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(PYTHON_LAUNCH_ENV, raising=False)
+    assert launch.launch_path() == "python" and KernelLauncher(FWD.spec, FWD.folder, FWD.header)._fast is None
+    assert fastpath.launch_path_text() == ("launch path: python (the default until the compiled path has run on a "
+                                           "GPU; LAYOUTGEN_PYTHON_LAUNCH=0 turns it on)")
+
+
 def test_a_debug_build_takes_the_python_path() -> None:
     from dataclasses import replace
 
@@ -289,7 +309,7 @@ def test_a_debug_build_takes_the_python_path() -> None:
 
 def test_a_missing_extension_falls_back_to_the_python_path_and_says_so_once(device: dict[str, int],
                                                                             monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv(PYTHON_LAUNCH_ENV, raising=False)
+    monkeypatch.setenv(PYTHON_LAUNCH_ENV, "0")
     reason = "layoutgen.runtime._fastlaunch could not be imported (No module named 'layoutgen.runtime._fastlaunch')"
     monkeypatch.setattr(fastpath, "_loaded", [(None, reason)])
     monkeypatch.setattr(fastpath, "_warned", [])

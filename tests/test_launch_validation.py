@@ -445,10 +445,18 @@ def test_wrong_device() -> None:
 
 @pytest.mark.parametrize("offset", [1, 2, 3, 4, 6, 8, 12])
 def test_misaligned_base_pointer(offset: int) -> None:
-    # the forward stages W through a shared tile in 16-byte groups: its launcher checks 16 bytes
+    # the forward stores gates through a warp's shared tile in 16-byte groups: its launcher checks 16 bytes
+    gates = Dev((B, K, 40), ptr=BASE + 0x300000 + offset)
+    text = refused("LG606", FWD, fwd_args(gates=gates), "gates")
+    assert f"aligned to 16 bytes, got 0x{BASE + 0x300000 + offset:x}" in text and gates.described() in text
+
+
+@pytest.mark.parametrize("offset", [1, 2, 3])
+def test_a_pointer_off_its_elements_is_misaligned(offset: int) -> None:
+    # the forward reads W an element at a time, into registers: its launcher checks the element's 4 bytes
     w = Dev((40, 40), ptr=BASE + 0x100000 + offset)
     text = refused("LG606", FWD, fwd_args(W=w), "W")
-    assert f"aligned to 16 bytes, got 0x{BASE + 0x100000 + offset:x}" in text and w.described() in text
+    assert f"aligned to 4 bytes, got 0x{BASE + 0x100000 + offset:x}" in text and w.described() in text
 
 
 def test_read_only_output_is_refused() -> None:

@@ -1,13 +1,16 @@
-"""The tiled VSN kernels, compiled for the host with their blocks emulated, against float64 and by hand.
+"""The VSN kernels on tensor cores, compiled for the host with their blocks emulated, against float64 and by hand.
 
-`variable_selection_fwd` (Grid.tiles, shared tiles of W, b and x) and `variable_selection_bwd`
-(Grid.persistent, a 4x4 block of grad_W a thread, atomics once a block) are cooperative: their
-threads meet at barriers. tests/host/cuda_block_shim.h runs each block's threads as host threads
-with a real barrier, so the very same generated sources run here, on tails of 1 and of 127 rows
-and on persistent blocks that loop over many tiles. They are compared with the float64 references
-and, bit for bit, with the same kernels written by hand with literal strides
-(benchmarks/roofline/vsn_*_hand.cu, the baselines of benchmarks/bench_roofline.py). The H200 runs
-are tests/gpu/test_vsn_kernels_gpu.py.
+`variable_selection_fwd` and `variable_selection_bwd` are Grid.persistent_warps kernels: each warp loops over
+tiles of 32 rows of its own, through tiles scoped to the warp (a ring of three for the forward's x), and
+computes with the 3xTF32 mma.sync of examples/vsn/include/vsn_tf32.cuh; the backward's warps add their sums
+in shared memory after the loop, behind a barrier, and each block adds them to grad_W and grad_b once.
+tests/host/cuda_block_shim.h runs each block's threads as host threads with real barriers (a block's, a
+warp's) and emulates the warp's mma, so the very same generated sources run here: on tails of 1 and of 31
+rows, on a single tile, and on 1 to 3 persistent blocks whose warps loop over many tiles (every stage of the
+ring used). They are compared with the float64 references and, bit for bit, with the same kernels written by
+hand with literal strides (benchmarks/roofline/vsn_*_hand.cu, the baselines of benchmarks/bench_roofline.py);
+grad_W and grad_b are sums of atomics, compared with float64 only. The H200 runs are
+tests/gpu/test_vsn_kernels_gpu.py.
 """
 
 from __future__ import annotations
@@ -26,15 +29,18 @@ from tests.test_qkv_host import COMPILER, REPO
 pytestmark = pytest.mark.skipif(COMPILER is None, reason="no host C++ compiler (g++) here")
 GENERATED = REPO / "generated" / "vsn"
 HAND = REPO / "benchmarks" / "roofline"
+INCLUDE = REPO / "examples" / "vsn" / "include"  # vsn_tf32.cuh, [tool.layoutgen] include
 FWD = "const float* x, const float* w, const float* b, float* gates, float* y, long long B, long long K"
 BWD = ("const float* x, const float* w, const float* gates, const float* gy, float* gx, float* gw, float* gb, "
        "long long B, long long K")
 
 
-def cooperative(tmp: Path, source: Path, function: str, params: str, shared: str = "") -> Any:
+def cooperative(tmp: Path, source: Path, function: str, params: str, shared: str = "",
+                include: tuple[Path, ...] = ()) -> Any:
     """``source``'s kernel ``function`` built for the host: ``fn(*pointers, B, K, grid, block)``.
 
-    ``shared`` names the kernel's dynamic shared buffer where it is not ``lg_shared`` (the shim's)."""
+    ``shared`` names the kernel's dynamic shared buffer where it is not ``lg_shared`` (the shim's);
+    ``include`` are further header folders (a project's ``[tool.layoutgen] include``)."""
     args = ", ".join(p.rsplit(" ", 1)[-1].lstrip("*") for p in params.split(", "))
     harness = tmp / f"{function}_host.cpp"
     harness.write_text(
@@ -50,7 +56,7 @@ def cooperative(tmp: Path, source: Path, function: str, params: str, shared: str
     run = subprocess.run(
         [str(COMPILER), "-std=c++20", "-O2", "-shared", "-fPIC", "-pthread", "-Wall", "-Werror",
          "-Wno-unused-variable", "-Wno-unknown-pragmas", "-I", str(source.parent), "-I", str(REPO / "tests" / "host"),
-         str(harness), "-o", str(library)],
+         *(f"-I{folder}" for folder in include), str(harness), "-o", str(library)],
         capture_output=True, text=True, timeout=300,
     )
     assert run.returncode == 0, run.stderr
@@ -66,11 +72,12 @@ def launch(fn: Any, arrays: list[np.ndarray[Any, Any]], b: int, k: int, grid: in
 @pytest.fixture(scope="module")
 def kernels(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     tmp = tmp_path_factory.mktemp("vsn_host")
+    inc = (INCLUDE,)
     return {
-        "fwd": cooperative(tmp, GENERATED / "variable_selection_fwd.cu", "variable_selection_fwd", FWD),
-        "bwd": cooperative(tmp, GENERATED / "variable_selection_bwd.cu", "variable_selection_bwd", BWD),
-        "fwd by hand": cooperative(tmp, HAND / "vsn_fwd_hand.cu", "vsn_fwd_hand", FWD, shared="smem"),
-        "bwd by hand": cooperative(tmp, HAND / "vsn_bwd_hand.cu", "vsn_bwd_hand", BWD, shared="smem"),
+        "fwd": cooperative(tmp, GENERATED / "variable_selection_fwd.cu", "variable_selection_fwd", FWD, include=inc),
+        "bwd": cooperative(tmp, GENERATED / "variable_selection_bwd.cu", "variable_selection_bwd", BWD, include=inc),
+        "fwd by hand": cooperative(tmp, HAND / "vsn_fwd_hand.cu", "vsn_fwd_hand", FWD, shared="smem", include=inc),
+        "bwd by hand": cooperative(tmp, HAND / "vsn_bwd_hand.cu", "vsn_bwd_hand", BWD, shared="smem", include=inc),
     }
 
 
@@ -78,12 +85,16 @@ def f32(a: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
     return np.ascontiguousarray(a, dtype=np.float32)
 
 
-# [B, K] with B * K = 129 (a last tile of 1 row), 255 (of 127), 100 (one tile) and 2100 (17 tiles).
-SHAPES = [(1, 129), (3, 85), (4, 25), (7, 300)]
+# ([B, K], blocks): B * K = 129 (a last warp tile of 1 row), 255 (of 31), 20 (one tile, less than a warp's; on 2
+# blocks, 7 of the 8 warps have none) and 2100 (66 warp tiles: up to 17 a warp on 1 block of 4 warps, every
+# stage of the forward's ring used).
+CASES = [((1, 129), 1), ((3, 85), 2), ((4, 5), 1), ((4, 5), 2), ((7, 300), 3), ((7, 300), 1)]
 
 
-@pytest.mark.parametrize(("b", "k"), SHAPES)
-def test_the_tiled_forward_matches_float64_and_the_kernel_by_hand(kernels: dict[str, Any], b: int, k: int) -> None:
+@pytest.mark.parametrize(("shape", "grid"), CASES)
+def test_the_forward_on_tensor_cores_matches_float64_and_the_kernel_by_hand(
+        kernels: dict[str, Any], shape: tuple[int, int], grid: int) -> None:
+    b, k = shape
     rng = np.random.default_rng()
     window = rng.normal(size=(b, k, 56))
     window[..., ref.CONTEXT] *= 50.0  # a wrong stride would read these
@@ -92,28 +103,32 @@ def test_the_tiled_forward_matches_float64_and_the_kernel_by_hand(kernels: dict[
     outs = {}
     for label in ("fwd", "fwd by hand"):
         gates, y = np.full((b, k, 40), np.nan, np.float32), np.full((b, k, 40), np.nan, np.float32)
-        launch(kernels[label], [f32(window), f32(w), f32(bias), gates, y], b, k, grid=-(-b * k // 128))
+        launch(kernels[label], [f32(window), f32(w), f32(bias), gates, y], b, k, grid)
         assert ref.relative_error(gates, want_gates) < 1e-5 and ref.relative_error(y, want_y) < 1e-5, label
         outs[label] = (gates, y)
     assert all(np.array_equal(g, h) for g, h in zip(outs["fwd"], outs["fwd by hand"]))
 
 
-@pytest.mark.parametrize(("b", "k", "grid"), [(1, 129, 1), (3, 85, 2), (7, 300, 3), (4, 25, 1)])
-def test_the_persistent_backward_matches_float64_and_the_kernel_by_hand(
-        kernels: dict[str, Any], b: int, k: int, grid: int) -> None:
-    """`grid` resident blocks: each loops over every grid-th tile and adds its sums once."""
+@pytest.mark.parametrize(("shape", "grid"), CASES)
+def test_the_backward_on_tensor_cores_matches_float64_and_the_kernel_by_hand(
+        kernels: dict[str, Any], shape: tuple[int, int], grid: int) -> None:
+    """`grid` resident blocks: each warp loops over every (4 grid)-th warp tile; each block adds its sums once,
+    to accumulators that start non-zero."""
+    b, k = shape
     rng = np.random.default_rng()
     window = rng.normal(size=(b, k, 56))
     w, bias = rng.normal(size=(40, 40)) * 0.3, rng.normal(size=40)
     gates, _ = ref.vsn_forward(window[..., ref.SNAP], w, bias)
     grad_y = rng.normal(size=(b, k, 40))
     want_x, want_w, want_b = ref.vsn_backward(window[..., ref.SNAP], w, gates, grad_y)
+    w0, b0 = f32(rng.normal(size=(40, 40))), f32(rng.normal(size=40))
     outs = {}
     for label in ("bwd", "bwd by hand"):
         grad_x = np.full((b, k, 40), np.nan, np.float32)
-        grad_w, grad_b = np.zeros((40, 40), np.float32), np.zeros(40, np.float32)
+        grad_w, grad_b = w0.copy(), b0.copy()
         launch(kernels[label], [f32(window), f32(w), f32(gates), f32(grad_y), grad_x, grad_w, grad_b], b, k, grid)
         assert ref.relative_error(grad_x, want_x) < 1e-5, label
-        assert ref.relative_error(grad_w, want_w) < 1e-4 and ref.relative_error(grad_b, want_b) < 1e-4, label
+        assert ref.relative_error(grad_w.astype(np.float64) - w0, want_w) < 1e-4, label
+        assert ref.relative_error(grad_b.astype(np.float64) - b0, want_b) < 1e-4, label
         outs[label] = grad_x
     assert np.array_equal(outs["bwd"], outs["bwd by hand"])

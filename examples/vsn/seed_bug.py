@@ -19,8 +19,8 @@ variable_selection_fwd = Kernel("variable_selection_fwd", "variable_selection_fw
     In("b", [F]),
     Out("gates", [B, K, F], vector=16),
     Out("y", [B, K, F], vector=16),
-], grid=Grid.tiles("x", rows=128, block=128),
-   shared=[Tile("ws", "W", rows=40), Tile("bs", "b", rows=1), Tile("xs", "x")])
+], grid=Grid.persistent_warps("x", rows=32, block=128),
+   shared=[Tile("xs", "x", scope="warp", stages=3), Tile("gs", "gates", scope="warp")])
 
 spec = Spec("vsn_seed_bug", kernels=[
     variable_selection_fwd.bind(x=Window.snap, W=Weights, b=Bias, gates=Features, y=Features),

@@ -7,8 +7,8 @@ here every kernel gets its strides from these declarations.
 """
 
 from layoutgen import (
-    Autograd, Buffer, Field, Grid, Group, In, InOut, Kernel, Launch, Layout, Out, Program, Scalar, Spec, Tile, Value, dims,
-    f32, field_copies,
+    Autograd, Buffer, Field, Grid, Group, In, InOut, Kernel, Launch, Layout, Out, Program, Scalar, Shared, Spec, Tile,
+    Value, dims, f32, field_copies,
 )
 
 B, K, F, C = dims("B K F C")
@@ -55,15 +55,19 @@ context_broadcast = Kernel("context_broadcast", "context_broadcast.cu.j2", [
     Out("dst", [B, K, C]),
 ], grid=Grid.elements("dst"), doc="copy each series' context into every snapshot's row")
 
+#: Warps a block of the VSN's tensor-core kernels: each works alone on tiles of 32 rows of its own.
+WARPS = 4
+
 variable_selection_fwd = Kernel("variable_selection_fwd", "variable_selection_fwd.cu.j2", [
     In("x", [B, K, F]),
     In("W", [F, F]),
     In("b", [F]),
     Out("gates", [B, K, F], vector=16),
     Out("y", [B, K, F], vector=16),
-], grid=Grid.tiles("x", rows=128, block=128),
-   shared=[Tile("ws", "W", rows=40), Tile("bs", "b", rows=1), Tile("xs", "x")],
-   doc="gates = softmax(W x + b); y = gates * x; a block per tile of 128 rows, staged through shared memory")
+], grid=Grid.persistent_warps("x", rows=32, block=32 * WARPS),
+   shared=[Tile("xs", "x", scope="warp", stages=3), Tile("gs", "gates", scope="warp")],
+   doc="gates = softmax(W x + b); y = gates * x; on tensor cores (3xTF32), warps alone over tiles of 32 rows, "
+       "the next two in flight")
 
 variable_selection_bwd = Kernel("variable_selection_bwd", "variable_selection_bwd.cu.j2", [
     In("x", [B, K, F]),
@@ -73,10 +77,11 @@ variable_selection_bwd = Kernel("variable_selection_bwd", "variable_selection_bw
     Out("grad_x", [B, K, F], vector=16),
     InOut("grad_W", [F, F]),
     InOut("grad_b", [F]),
-], grid=Grid.persistent("x", rows=128, block=128, blocks_per_sm=3),
-   shared=[Tile("wt", "W", rows=40), Tile("xs", "x"), Tile("gs", "gates"), Tile("ys", "grad_y")],
-   doc="gradients of the VSN: resident blocks loop over tiles of 128 rows and add their sums of grad_W and "
-       "grad_b once each")
+], grid=Grid.persistent_warps("x", rows=32, block=32 * WARPS),
+   shared=[Tile("xs", "x", scope="warp"), Tile("gs", "gates", scope="warp"), Tile("ys", "grad_y", scope="warp"),
+           Shared("warp_dw", f32, [WARPS, F, F]), Shared("warp_db", f32, [WARPS, F])],
+   doc="gradients of the VSN on tensor cores (3xTF32): warps alone over tiles of 32 rows sum grad_W and grad_b "
+       "in registers; each block adds its sums once")
 
 mse_grad = Kernel("mse_grad", "mse_grad.cu.j2", [
     In("y", [B, K, F]),

@@ -11,7 +11,8 @@ is negative or at or past its width (:mod:`.columns`) is LG405. All are looked
 for twice: in the template's own text (:func:`lint_template`) and in the body as
 rendered into the generated kernel (:func:`lint_rendered`), which also sees what
 ``{{ }}`` expressions produced; either way at the template's line, each cause
-once per line. A block-wide barrier in a grid that returns threads before the body is LG406.
+once per line. A block-wide barrier in a grid that returns threads before the body is LG406; one inside
+the loop over the tiles of a grid whose warps work alone (:mod:`.tile_loops`) is LG407.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from ..schema.words import plural, with_article
 from .columns import AT, CALL, ROW, VEC, ConstantIndex, constant_indices
 from .constants import line_constants, view_members
 from .cxx import scan
+from .tile_loops import lines_in_tile_loops
 from .indexing import ALONE, FACTOR, POINTER, ROW_ARGUMENT, SUBSCRIPT, TERM, IndexLiteral, index_literals
 
 # Preprocessor lines whose numbers are not index math: `#pragma unroll 4`.
@@ -204,7 +206,9 @@ def _check_lines(binding: Binding, template: Path, lines: Sequence[tuple[int, st
         (p.name, v.width, v.row_stride, v.offset) for p, v in binding.pairs))
     literals = index_literals(codes, names, known, own=[a.name for a in binding.kernel.shared])
     constants = constant_indices(codes, names, known)
-    for (number, code), found, indices in zip(lines, literals, constants):
+    alone = binding.kernel.grid.per == "persistent_warp"  # warps that loop over tiles of their own
+    in_loop = lines_in_tile_loops(codes) if alone else frozenset()
+    for n, ((number, code), found, indices) in enumerate(zip(lines, literals, constants)):
         for index in indices:
             diag = _column_range(binding, template, number, index)
             if diag is not None:
@@ -219,6 +223,15 @@ def _check_lines(binding: Binding, template: Path, lines: Sequence[tuple[int, st
                 "is not reached by every thread of the block", Site(str(template), number),
                 hint="use Grid.tiles or Grid.persistent, where every thread runs the whole body; within a warp "
                 "of Grid.warps, __syncwarp()",
+            )
+            out.setdefault((number, diag.message), diag)
+        if n in in_loop and _BARRIER.search(code):
+            diag = Diagnostic(
+                "LG407", f"`__syncthreads()` in the loop over the tiles of kernel `{binding.name}`, whose warps work "
+                "alone (Grid.persistent_warps): each warp runs its own number of tiles, so the warps of a block "
+                "do not reach the barrier together", Site(str(template), number),
+                hint="order a warp's work with __syncwarp(); a barrier for the whole block goes before or after "
+                "the loop, which every thread reaches once",
             )
             out.setdefault((number, diag.message), diag)
         for m in _RESERVED.finditer(code):

@@ -14,9 +14,9 @@ for :mod:`layoutgen.runtime.plan`).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
-from ..declare.grids import Grid, launch_dims
+from ..declare.grids import RESIDENT, Grid, launch_dims
 from ..declare.kernels import Binding
 from ..declare.shared import SHARED_ALIGN, Shared
 from ..declare.tiles import TileLayout
@@ -28,12 +28,13 @@ from ..schema.names import CPP_DIM
 GRID_SKELETONS: Mapping[str, str] = {
     "row": "grid_threads.cu.j2", "element": "grid_threads.cu.j2", "vector": "grid_threads.cu.j2",
     "tile": "grid_tiles.cu.j2", "warp": "grid_warps.cu.j2", "persistent": "grid_persistent.cu.j2",
-    "general": "grid_general.cu.j2",
+    "persistent_warp": "grid_persistent_warps.cu.j2", "general": "grid_general.cu.j2",
 }
 #: The prologue's part that carves the shared buffer into the kernel's arrays.
 SHARED_SKELETON = "shared_arrays.cu.j2"
-#: File-scope helpers: for a persistent grid, and for a kernel with shared arrays.
-FILE_HELPERS: Mapping[str, str] = {"persistent": "tiles.cuh.j2", "shared": "shared.cuh.j2"}
+#: File-scope helpers: for a persistent grid (lg::Tile, lg::Tiles), and for a kernel with shared arrays.
+FILE_HELPERS: Mapping[str, str] = {"persistent": "tiles.cuh.j2", "persistent_warp": "tiles.cuh.j2",
+                                   "shared": "shared.cuh.j2"}
 #: A cooperative grid's indices stay below its rows plus 32 times its capacity (the first row of a
 #: block's last warp): where that reaches 2^31 they are `long long`, whatever the views' index type.
 INT_LIMIT = 2**31
@@ -55,16 +56,23 @@ class SharedModel:
     offset: str  # C++ for its first byte: a number, or lg::shared_start(...) of the array before it
     tile: str = ""  # for a Tile: its lg::SharedTile type; empty for a plain array
     tile_of: str = ""  # for a Tile: the parameter whose rows it holds
+    warp_bytes: int = 0  # for a Tile scoped to a warp: the bytes of each warp's own, one after another
+
+    @property
+    def start(self) -> str:
+        """C++ for the first byte this thread's array starts at: its warp's own, for a tile scoped to a warp."""
+        return self.offset if not self.warp_bytes else f"{self.offset} + lg::warp_in_block() * {self.warp_bytes}"
 
 
-def _tile_type(tile: TileLayout, block: int) -> str:
-    """``lg::SharedTile<float, 128, 40, 44, 16, 128>``: rows, width, pitch, copy width, threads."""
+def _tile_type(tile: TileLayout) -> str:
+    """``lg::SharedTile<float, 128, 40, 44, 16, 128>``: rows, width, pitch, copy width, threads; then, where
+    not a block's tile of one stage, the scope and the stages (``lg::TileScope::warp, 3``)."""
+    more = "" if tile.scope == "block" and tile.stages == 1 else f", lg::TileScope::{tile.scope}, {tile.stages}"
     return (f"lg::SharedTile<{tile.dtype.c_type}, {tile.capacity}, {tile.width}, {tile.pitch}, {tile.vector_bytes}, "
-            f"{block}>")
+            f"{tile.threads}{more}>")
 
 
-def shared_models(shared: Sequence[Shared | TileLayout], values: Mapping[str, Dim],
-                  block: int = 0) -> tuple[SharedModel, ...]:
+def shared_models(shared: Sequence[Shared | TileLayout], values: Mapping[str, Dim]) -> tuple[SharedModel, ...]:
     """The arrays at 16-byte boundaries, in declaration order; the runtime sizes the buffer by the same rule
     (:func:`layoutgen.runtime.plan.shared_bytes`)."""
     out = []
@@ -76,9 +84,11 @@ def shared_models(shared: Sequence[Shared | TileLayout], values: Mapping[str, Di
             offset = str(start)
         else:
             offset = f"lg::shared_start({end_expr})"
-        tile = _tile_type(array, block) if isinstance(array, TileLayout) else ""
-        out.append(SharedModel(array.name, array.dtype.c_type, str(array.dtype), shape_text(array.shape), offset,
-                               tile, array.param if isinstance(array, TileLayout) else ""))
+        model = SharedModel(array.name, array.dtype.c_type, str(array.dtype), shape_text(array.shape), offset)
+        if isinstance(array, TileLayout):
+            model = replace(model, tile=_tile_type(array), tile_of=array.param,
+                            warp_bytes=array.own_bytes if array.scope == "warp" else 0)
+        out.append(model)
         size = Size.product(launch_dims(array.shape, values), array.dtype.size)
         if end_static is not None and size.is_static:
             end_static = start + size.coef
@@ -103,14 +113,14 @@ def grid_model(binding: Binding, values: Mapping[str, Dim]) -> GridModel:
     """The grid and shared-memory parts of one binding's kernel; ``values`` are its unified symbols."""
     kernel = binding.kernel
     grid: Grid = kernel.grid
-    shared = shared_models(laid_out(binding), values, grid.block)
-    helpers = [FILE_HELPERS[g] for g in ("persistent",) if grid.per == g]
+    shared = shared_models(laid_out(binding), values)
+    helpers = [FILE_HELPERS[grid.per]] if grid.per in RESIDENT else []
     prologue = [GRID_SKELETONS[grid.per]]
     if shared:
         helpers.append(FILE_HELPERS["shared"])
         prologue.insert(0, SHARED_SKELETON)
     wide = False  # rows counted in a symbol have `long long` views, which the kernel's index follows
-    if grid.per in ("tile", "warp", "persistent") and grid.param is not None:
+    if grid.per in ("tile", "warp", *RESIDENT) and grid.param is not None:
         rows = binding.view(grid.param).rows
         wide = rows.is_static and rows.coef + 32 * grid.capacity >= INT_LIMIT
     return GridModel(grid.capacity, tuple(prologue), tuple(helpers), shared, wide)
@@ -145,6 +155,8 @@ def block_rule(binding: Binding, values: Mapping[str, Dim]) -> BlockRuleModel | 
         return BlockRuleModel("rows", grid.block // 32 * grid.capacity)
     if grid.per == "persistent":
         return BlockRuleModel("persistent", grid.capacity, blocks_per_sm=grid.blocks_per_sm or 0)
+    if grid.per == "persistent_warp":  # as many blocks as stay resident, at most one per `warps` warp tiles
+        return BlockRuleModel("persistent", grid.block // 32 * grid.capacity, blocks_per_sm=grid.blocks_per_sm or 0)
     if grid.per == "general" and grid.blocks is not None:
         return BlockRuleModel("general", grid.blocks.divisor, runtime_dims(grid.blocks.factors, values))
     return None

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..declare.grids import RESIDENT
 from ..declare.kernels import Binding, Param
 from ..declare.tiles import tile_vector_bytes, tiled_params
 from ..declare.unify import unify
@@ -287,13 +288,13 @@ class KernelModel:
     aliases: tuple[tuple[str, str], ...]  # kernel symbol -> layout symbol it equals
     block: int
     grid_param: str
-    grid_per: str  # row / element / vector (the name of the thread's index), tile / warp / persistent / general
+    grid_per: str  # row / element / vector (the thread's index), tile / warp / persistent / persistent_warp / general
     grid_count: str  # C++ for the number of threads the launch needs
     vector_bytes: int  # bytes each thread moves with Grid.vectors (0 otherwise)
     per_row: int  # threads per row of the grid's parameter
     index_type: str
     scalars: tuple[ScalarModel, ...] = ()  # the parameters passed by value, after the pointers
-    grid_capacity: int = 1  # rows of a tile (Grid.tiles, Grid.persistent) or of a warp (Grid.warps)
+    grid_capacity: int = 1  # rows of a tile (Grid.tiles, Grid.persistent), of a warp (Grid.warps) or its tile
     # Grid.persistent's blocks_per_sm, where declared: the kernel's __launch_bounds__ asks the compiler to
     # fit that many blocks on an SM (registers), as many as the launch starts; 0: no such bound
     min_blocks: int = 0
@@ -360,7 +361,7 @@ def kernel_model(binding: Binding, views: dict[str, ViewModel], template: str, s
         per_row=per_row,
         index_type="long long" if wide else "int",
         grid_capacity=cooperative.capacity,
-        min_blocks=grid.blocks_per_sm or 0 if grid.per == "persistent" else 0,
+        min_blocks=grid.blocks_per_sm or 0 if grid.per in RESIDENT else 0,
         prologue=cooperative.prologue,
         helpers=cooperative.helpers,
         shared=cooperative.shared,

@@ -248,8 +248,10 @@ def module_model(spec: Spec, sources: dict[int, str]) -> dict[str, object]:
     exports = sorted([lay.name for lay in layouts] + [k.name for k in kernels]
                      + [n for p in programs for n in (p.name, p.capture)])
     every_scalar = [s for k in kernels for s in k.scalars] + [v for p in programs for v in p.values]
-    # The runtime's typing names the module uses: the scalars' aliases only where it has scalars.
-    typed = {"Array", "DeviceArray", "LayoutTag", "unwrap"} | {SCALAR_TYPES[s.kind] for s in every_scalar}
+    # The runtime's typing names the module uses: the scalars' aliases only where it has scalars, `unwrap` only
+    # where it has programs (a launcher's entry unwraps typed Arrays itself).
+    typed = {"Array", "DeviceArray", "LayoutTag", *(("unwrap",) if programs else ())} | {
+        SCALAR_TYPES[s.kind] for s in every_scalar}
     return {"spec": spec.name, "layouts": layouts, "kernels": kernels, "programs": programs, "exports": exports,
             "header": f"{spec.name}.cuh", "scalar_specs": bool(every_scalar), "typed_imports": sorted(typed),
             "block_rules": any(k.count for k in kernels), "shared_arrays": any(k.shared for k in kernels)}

@@ -1,11 +1,12 @@
 """Grids: how many blocks a launch starts, of how many threads, and what the body is told of its work.
 
 Three grids start one thread per unit of a parameter's view and return the threads past its end at
-once: ``Grid.rows``, ``Grid.elements`` and ``Grid.vectors``. Four are cooperative, for bodies that
+once: ``Grid.rows``, ``Grid.elements`` and ``Grid.vectors``. Five are cooperative, for bodies that
 share work in a block or a warp, and keep their threads: ``Grid.tiles`` (a block per tile of rows,
 every thread alive to the end), ``Grid.warps`` (a warp per row or group of rows; a warp with no rows
 returns whole), ``Grid.persistent`` (as many blocks as the device keeps resident, each looping over
-tiles) and ``Grid.general`` (blocks counted by an expression of the kernel's symbols).
+tiles), ``Grid.persistent_warps`` (as many, each of whose warps loops over tiles of its own, alone)
+and ``Grid.general`` (blocks counted by an expression of the kernel's symbols).
 docs/templates.md, "The grids", says what each one guarantees and which names its body sees.
 """
 
@@ -19,7 +20,7 @@ from ..schema.diagnostics import Site, caller_site
 from ..schema.dims import Dim, as_shape
 from .errors import kernel_error
 
-GridKind = Literal["row", "element", "vector", "tile", "warp", "persistent", "general"]
+GridKind = Literal["row", "element", "vector", "tile", "warp", "persistent", "persistent_warp", "general"]
 
 #: The names each grid defines in the body, beside the views, the symbols and the shared arrays.
 GRID_NAMES: Mapping[str, tuple[str, ...]] = {
@@ -29,6 +30,7 @@ GRID_NAMES: Mapping[str, tuple[str, ...]] = {
     "tile": ("tile", "tile_row", "tile_rows", "tile_capacity"),
     "warp": ("row", "warp_rows", "lane", "warp"),
     "persistent": ("tiles", "tile_capacity"),
+    "persistent_warp": ("tiles", "tile_capacity", "lane", "warp", "warps"),
     "general": (),
 }
 #: The grids that return threads before the body runs, and which (a barrier there is LG406).
@@ -40,10 +42,16 @@ RETURNS_BEFORE_BODY: Mapping[str, str] = {
 #: The constructor of each kind, as messages name it.
 CONSTRUCTORS: Mapping[str, str] = {
     "row": "Grid.rows", "element": "Grid.elements", "vector": "Grid.vectors", "tile": "Grid.tiles",
-    "warp": "Grid.warps", "persistent": "Grid.persistent", "general": "Grid.general",
+    "warp": "Grid.warps", "persistent": "Grid.persistent", "persistent_warp": "Grid.persistent_warps",
+    "general": "Grid.general",
 }
 #: The argument that gives the rows of a tile or of a warp, by kind.
-_ROWS_ARGUMENT = {"tile": "rows", "warp": "rows_per_warp", "persistent": "rows"}
+_ROWS_ARGUMENT = {"tile": "rows", "warp": "rows_per_warp", "persistent": "rows", "persistent_warp": "rows"}
+#: The grids that start as many blocks as the device keeps resident (``blocks_per_sm`` is theirs).
+RESIDENT = ("persistent", "persistent_warp")
+#: The grids whose warps work on their own (whole warps alive to the end of the body, a lane and a warp
+#: index given): a tile scoped to a warp is copied by its 32 lanes, which must all be there (LG227).
+WARP_GRIDS = ("warp", "persistent_warp")
 WARP_SIZE = 32
 #: Rows of a tile or a warp are an `int` in the generated code (`tile_rows`, `warp_rows`).
 ROWS_LIMIT = 2**31
@@ -96,9 +104,10 @@ class Grid:
 
     ``param`` is the parameter whose view's rows the grid counts (None for ``Grid.general``);
     ``per`` the kind; ``block`` the threads per block (the kernel's ``__launch_bounds__``);
-    ``capacity`` the rows of a tile (tiles, persistent) or of a warp (warps), fewer in the last; ``blocks`` the count of a
-    general grid; ``blocks_per_sm`` a persistent grid's resident blocks per SM (None: the occupancy
-    of the compiled kernel). Made with the constructors below, which document each guarantee.
+    ``capacity`` the rows of a tile (tiles, persistent), of a warp (warps) or of a warp's tile (persistent
+    warps), fewer in the last; ``blocks`` the count of a general grid; ``blocks_per_sm`` a persistent
+    grid's resident blocks per SM (None: the occupancy of the compiled kernel). Made with the constructors
+    below, which document each guarantee.
     """
 
     param: str | None
@@ -173,6 +182,19 @@ class Grid:
         return Grid(param, "persistent", block, rows, blocks_per_sm=blocks_per_sm)
 
     @staticmethod
+    def persistent_warps(param: str, rows: int = 32, block: int = 128, blocks_per_sm: int | None = None) -> Grid:
+        """As many blocks as the device keeps resident, each of whose warps works alone on tiles of ``rows`` rows.
+
+        Warp ``warp`` of block ``b`` (of ``warps`` a block) owns the tiles ``b * warps + warp``, then every
+        ``gridDim.x * warps``-th; ``for (const lg::Tile t : tiles)`` visits them, ``tiles.nth(i)`` is the
+        warp's ``i``-th (no rows past the last), for a pipeline that loads ahead. ``lane`` is the thread's
+        lane. Every thread runs the whole body: ``__syncwarp()`` and full-mask shuffles are safe anywhere,
+        ``__syncthreads()`` outside the loop over ``tiles`` only (warps run different numbers of tiles,
+        LG407). ``block`` must be a multiple of 32 (LG216); blocks are counted as for ``Grid.persistent``.
+        """
+        return Grid(param, "persistent_warp", block, rows, blocks_per_sm=blocks_per_sm)
+
+    @staticmethod
     def general(blocks: Count | BlockCount | None = None, block: int = 256, *,
                 threads: Count | None = None) -> Grid:
         """``blocks`` blocks of ``block`` threads, an expression of the kernel's symbols; nothing returns early.
@@ -203,21 +225,23 @@ def _argument_problem(grid: Grid) -> tuple[str, str, str | None] | None:
                     f"{grid.capacity!r}", "a tile or a warp owns at least one row")
     elif grid.capacity != 1:
         return ("LG218", f"`capacity` of {made} must be 1, got {grid.capacity!r}",
-                "tiles, warps and persistent grids own rows: Grid.tiles, Grid.warps, Grid.persistent")
+                "tiles, warps and persistent grids own rows: Grid.tiles, Grid.warps, Grid.persistent, "
+                "Grid.persistent_warps")
     if kind == "general":
         if grid.param is not None or not isinstance(grid.blocks, BlockCount):
             return ("LG218", f"Grid.general counts `blocks` of the kernel's symbols and follows no parameter, got "
                     f"param={grid.param!r}, blocks={grid.blocks!r}", "make it with Grid.general(blocks=...)")
     elif grid.blocks is not None:
         return "LG218", f"`blocks` is for Grid.general, got {grid.blocks} for {made}", None
-    if grid.blocks_per_sm is not None and kind != "persistent":
-        return "LG218", f"`blocks_per_sm` is for Grid.persistent, got {grid.blocks_per_sm!r} for {made}", None
+    if grid.blocks_per_sm is not None and kind not in RESIDENT:
+        return ("LG218", f"`blocks_per_sm` is for Grid.persistent and Grid.persistent_warps, got "
+                f"{grid.blocks_per_sm!r} for {made}", None)
     if grid.blocks_per_sm is not None and not _positive_int(grid.blocks_per_sm, 1025):
-        return ("LG218", f"`blocks_per_sm` of Grid.persistent must be None or a positive integer up to 1024, got "
+        return ("LG218", f"`blocks_per_sm` of {made} must be None or a positive integer up to 1024, got "
                 f"{grid.blocks_per_sm!r}", "None keeps as many blocks as the compiled kernel's occupancy allows")
-    if kind == "warp" and _positive_int(grid.block, 1025) and grid.block % WARP_SIZE:
+    if kind in WARP_GRIDS and _positive_int(grid.block, 1025) and grid.block % WARP_SIZE:
         below, above = grid.block // WARP_SIZE * WARP_SIZE, (grid.block // WARP_SIZE + 1) * WARP_SIZE
-        return ("LG216", f"the block of Grid.warps must be a multiple of {WARP_SIZE} threads (whole warps), got "
+        return ("LG216", f"the block of {made} must be a multiple of {WARP_SIZE} threads (whole warps), got "
                 f"{grid.block}", f"use block={below} or {above}" if below else f"use block={above}")
     return None
 

@@ -263,9 +263,8 @@ class Kernel:
         check_grid_names(name, grid, named, symbols, THREAD_INDEX)  # `lane` of Grid.warps, ...
         taken = {**{n: f"the grid's `{n}` ({', '.join(grid.names)})" for n in grid.names},
                  **{s: f"shape symbol `{s}`" for s in symbols}, **{n: f"parameter `{n}`" for n, _ in named}}
-        tile_rows = grid.capacity if grid.per in ("tile", "persistent") else None
-        arrays_shared = check_shared(name, shared, taken, tuple(symbols), site,  # LG219
-                                     [p.name for p in arrays], tile_rows)
+        arrays_shared = check_shared(name, shared, taken, tuple(symbols), site,  # LG219, LG227
+                                     [p.name for p in arrays], grid)
         if not isinstance(doc, str):
             raise _kernel_error("LG208", f"the doc of kernel `{name}` must be a string, got {doc!r}", site)
         here = Path(site.path).resolve().parent if site else Path.cwd()

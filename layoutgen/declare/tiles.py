@@ -10,8 +10,10 @@ and the accesses its copies can make are known only once the kernel is bound. He
   per row reading its row's groups, and the copies writing them, meet no bank conflict (40 f32 with
   16-byte groups: 44 elements, 11 groups).
 
-Every consumer of a kernel's shared memory (the prologue, the check, the launcher) reads it through
-:func:`shared_arrays`, so a tile is laid out one way everywhere.
+A tile scoped to a warp is one such tile for each warp of the block, each warp's after the one before
+(the block's buffer holds ``warps`` of them); a tile of ``stages`` stages is a ring of that many tiles,
+one after another. Every consumer of a kernel's shared memory (the prologue, the check, the launcher)
+reads it through :func:`shared_arrays`, so a tile is laid out one way everywhere.
 """
 
 from __future__ import annotations
@@ -22,8 +24,9 @@ from ..schema import DType
 from ..schema.diagnostics import Site
 from ..schema.dims import Dim, Size
 from ..schema.view import View
+from .grids import WARP_SIZE
 from .kernels import Binding
-from .shared import Shared, Tile
+from .shared import Shared, Tile, TileScope, default_rows
 
 #: The widest access a tile copy makes: one 16-byte load or store a thread.
 MAX_TILE_VECTOR = 16
@@ -32,7 +35,8 @@ MAX_TILE_VECTOR = 16
 @dataclass(frozen=True)
 class TileLayout:
     """A shared tile of one binding: ``capacity`` rows of ``width`` elements, ``pitch`` elements apart,
-    copied in groups of ``vector_bytes`` bytes."""
+    copied in groups of ``vector_bytes`` bytes by ``threads`` threads (the block's, or a warp's lanes);
+    ``stages`` such tiles a ring, and ``copies`` rings in the buffer (one for each warp of a warp's tile)."""
 
     name: str
     param: str
@@ -42,14 +46,26 @@ class TileLayout:
     pitch: int
     vector_bytes: int
     site: Site | None = None
+    scope: TileScope = "block"
+    stages: int = 1
+    copies: int = 1
+    threads: int = 0
 
     @property
     def shape(self) -> tuple[Dim, ...]:
-        return (Dim.of(self.capacity), Dim.of(self.pitch))
+        """[warps, stages, rows, pitch], without a leading 1: the buffer the tile takes, as messages show it."""
+        lead = ([self.copies] if self.scope == "warp" else []) + ([self.stages] if self.stages > 1 else [])
+        return tuple(Dim.of(n) for n in (*lead, self.capacity, self.pitch))
 
     @property
     def nbytes(self) -> Size:
-        return Size(self.capacity * self.pitch * self.dtype.size)
+        return Size(self.copies * self.own_bytes)
+
+    @property
+    def own_bytes(self) -> int:
+        """The bytes of one ring: a warp's own (a multiple of the rows' pitch, so every copy keeps the rows'
+        alignment), or the block's."""
+        return self.stages * self.capacity * self.pitch * self.dtype.size
 
     @property
     def symbols(self) -> tuple[str, ...]:
@@ -93,8 +109,10 @@ def shared_arrays(binding: Binding) -> tuple[Shared | TileLayout, ...]:
             continue
         view = binding.view(array.param)
         vector = tile_vector_bytes(view)
+        warp = array.scope == "warp"
         out.append(TileLayout(
-            array.name, array.param, view.dtype, array.rows or grid.capacity, view.width,
-            tile_pitch(view.width, view.dtype.size, vector), vector, array.site,
+            array.name, array.param, view.dtype, array.rows or default_rows(array, grid) or 1, view.width,
+            tile_pitch(view.width, view.dtype.size, vector), vector, array.site, array.scope, array.stages,
+            grid.block // WARP_SIZE if warp else 1, WARP_SIZE if warp else grid.block,
         ))
     return tuple(out)

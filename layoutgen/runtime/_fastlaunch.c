@@ -1,97 +1,66 @@
 /* The compiled hot path of a generated launcher (layoutgen.runtime._fastlaunch).
  *
- * A Launcher holds, for one kernel, the plans the Python path validated: each
- * is the signature of every argument (its type, shape, strides, dtype, device:
- * what runtime/launch.py keys its plan cache on), the alignment masks, the
- * pairs of arguments that must not overlap, the blocks, the symbols' values,
- * the CUfunction and the Launch object. A call reads each argument at C level,
- * finds the plan its signatures match, checks what a cached plan leaves to
- * check on every call (alignment, overlap, the autograd state of written torch
- * tensors), packs the 8-byte parameters and calls cuLaunchKernel.
+ * A generated launcher function calls its kernel's Launcher with the user's arguments. The Launcher holds
+ * the plans the Python path validated (runtime/launch.py): for each, every argument's kind, shape, strides,
+ * dtype and device, the alignment masks, the pairs of arguments that must not overlap, the blocks, the
+ * symbols' values, the CUfunction and the Launch object. A call unwraps typed `Array`s, asks the driver for
+ * the current device, checks the scalars, reads each array at C level (a CuPy array's own fields, a torch
+ * tensor through DLPack's C exchange API), finds the plan its reads match, checks what a plan leaves to
+ * check on every call (alignment, overlap, the autograd state of written torch tensors), finds the stream,
+ * packs the 8-byte parameters and calls cuLaunchKernel.
  *
- * It never refuses anything itself: where any of this does not hold (an
- * unknown kind of array, a new shape, a misaligned pointer, an overlap, a
- * stream it cannot read, a launch the driver refuses), it launches nothing and
- * returns False, and the Python path runs the same call from the start and
- * raises the diagnostic with its code and message. So both paths refuse
- * exactly the same calls, and every message is built in one place.
+ * It never refuses anything itself: where any of this does not hold (an unknown kind of array, a new
+ * shape, a misaligned pointer, an overlap, a scalar it does not take as is, no current context, a stream
+ * it cannot read, a launch the driver refuses), it launches nothing and calls the Python path with the
+ * call's own arguments, which runs the call from the start and raises the diagnostic with its code and
+ * message. So both paths refuse exactly the same calls, and every message is built in one place. Every
+ * read that could go wrong (a PyObject* that is NULL, a layout that is not the one expected, a pointer
+ * dlsym did not find) is a hand-over, never a crash.
  *
- * libcuda is loaded at run time (dlopen/dlsym); no CUDA header or library is
- * needed to build this, only a C compiler and Python's headers.
+ * Program runners launch their prepared steps through a Steps object (one call for all the launches).
+ *
+ * libcuda is loaded at run time (dlopen/dlsym); no CUDA header or library is needed to build this, only a
+ * C compiler and Python's headers. The GIL is held throughout, the driver call included (releasing and
+ * taking it back costs more than the call saves a launch-bound thread).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <structmember.h>  /* PyMemberDef (Python 3.11) */
 #include <dlfcn.h>
+#include <stddef.h>
+#include <math.h>
 #include <stdint.h>
 #include <string.h>
 
-/* The few driver types the call needs, declared as cuda.h declares them. */
+/* ---------------------------------------------------------------------------------------------------------
+ * The driver: the few types and calls needed, declared as cuda.h declares them.
+ */
 typedef int CUresult;
+typedef int CUdevice;
+typedef void *CUcontext;
 typedef void *CUfunction;
 typedef void *CUstream;
 typedef CUresult (*LaunchKernelFn)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
                                    unsigned, CUstream, void **, void **);
+typedef CUresult (*CtxGetCurrentFn)(CUcontext *);
+typedef CUresult (*CtxGetDeviceFn)(CUdevice *);
 
 #define MAX_ARRAYS 32   /* arrays of a kernel the compiled path takes; more: the Python path */
 #define MAX_VALUES 128  /* 8-byte launch values (pointers, scalars, symbols) */
 #define MAX_PLANS 8     /* plans kept per kernel; the Python path keeps 256 and teaches this one on a miss */
+#define MAX_DIMS 8      /* ranks read at C level; an array of more dims is read as its Python signature */
+#define MAX_KINDS 16    /* kinds of arrays (Python types) read at C level */
+#define STREAM_PER_THREAD 2  /* cudaStreamPerThread: where CuPy's current-stream pointer is ambiguous */
 
-enum { MODE_CUPY = 0, MODE_TORCH = 1, MODE_READER = 2 };
-
-typedef struct {
-    int i, j;
-    long long size_i, size_j;
-    int same_start;
-} Pair;
-
-typedef struct {
-    int used;
-    long device;
-    PyObject *sigs;  /* tuple: one signature tuple per array */
-    uint64_t masks[MAX_ARRAYS];
-    int n_pairs;
-    Pair *pairs;
-    unsigned blocks, block, shared;
-    int n_symbols;
-    uint64_t symbols[MAX_VALUES];
-    PyObject *written;  /* TorchWrites, or NULL */
-    PyObject *launch;   /* the Launch object (what a test hook is given) */
-    CUfunction function;
-} Plan;
-
-typedef struct {
-    PyObject_HEAD
-    PyObject *name;           /* the kernel's name (TorchWrites.check names it) */
-    PyObject *params;         /* its ParamSpecs */
-    PyObject *kinds;          /* launch._FAST_READERS: array type -> its reader */
-    PyObject *cupy_reader;    /* the readers whose reads are done here at C level */
-    PyObject *torch_reader;
-    PyObject *stream_handle;  /* driver.stream_handle(stream, kernel) -> CUstream */
-    int n_arrays, n_scalars;
-    Plan plans[MAX_PLANS];
-    int last, next;
-    unsigned long long hits, handovers;
-} Launcher;
-
-/* One argument as read: new references (released by release_read). */
-typedef struct {
-    PyTypeObject *type;
-    int mode;
-    PyObject *f[5];  /* CuPy: shape, strides, dtype, device_id; torch: + device, is_neg; reader: its signature */
-    uint64_t ptr;
-} Read;
-
-static PyObject *hook = NULL;  /* set_hook(): a callable that stands in for cuLaunchKernel (tests) */
 static LaunchKernelFn launch_kernel = NULL;
+static CtxGetCurrentFn ctx_get_current = NULL;
+static CtxGetDeviceFn ctx_get_device = NULL;
 static int driver_tried = 0;
 static char driver_error[256] = "not loaded yet";
 
-static PyObject *s_data, *s_ptr, *s_device_id, *s_shape, *s_strides, *s_dtype, *s_data_ptr, *s_stride, *s_device,
-    *s_is_neg, *s_check, *s_record;
-
 static int load_driver(void) {
     if (driver_tried)
-        return launch_kernel != NULL;
+        return launch_kernel != NULL && ctx_get_current != NULL && ctx_get_device != NULL;
     driver_tried = 1;
     void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_GLOBAL);
     if (lib == NULL)
@@ -100,16 +69,192 @@ static int load_driver(void) {
         snprintf(driver_error, sizeof driver_error, "dlopen(libcuda.so.1): %s", dlerror());
         return 0;
     }
-    launch_kernel = (LaunchKernelFn)dlsym(lib, "cuLaunchKernel");
-    if (launch_kernel == NULL) {
-        snprintf(driver_error, sizeof driver_error, "dlsym(cuLaunchKernel): %s", dlerror());
-        return 0;
+    const char *names[] = {"cuLaunchKernel", "cuCtxGetCurrent", "cuCtxGetDevice"};
+    void *found[3];
+    for (int k = 0; k < 3; k++) {
+        found[k] = dlsym(lib, names[k]);
+        if (found[k] == NULL) {
+            snprintf(driver_error, sizeof driver_error, "dlsym(%s): %s", names[k], dlerror());
+            return 0;
+        }
     }
+    launch_kernel = (LaunchKernelFn)found[0];
+    ctx_get_current = (CtxGetCurrentFn)found[1];
+    ctx_get_device = (CtxGetDeviceFn)found[2];
     driver_error[0] = 0;
     return 1;
 }
 
+/* ---------------------------------------------------------------------------------------------------------
+ * What configure() gave (runtime/fastpath.py, once): shared by every Launcher.
+ */
+static PyObject *readers = NULL;         /* launch._FAST_READERS: array type -> its Python reader */
+static PyObject *cupy_reader = NULL;     /* the readers whose reads are done here at C level */
+static PyObject *torch_reader = NULL;
+static PyObject *stream_handle = NULL;   /* driver.stream_handle(stream, kernel) -> CUstream (LG616) */
+static PyObject *stream_readers = NULL;  /* driver._STREAM_READERS: stream type -> its Python reader */
+static PyObject *cupy_handle = NULL;     /* the stream readers whose read is one attribute, done here */
+static PyObject *torch_handle = NULL;
+static PyTypeObject *array_type = NULL;  /* typed.Array: unwrapped here as typed.unwrap does */
+static Py_ssize_t array_data = -1;       /* ... from its `data` slot, at this offset */
+
+/* Set by use_torch() once a torch tensor is taught (torch is imported by then). */
+static PyObject *grad_enabled = NULL;    /* torch.is_grad_enabled */
+static PyObject *mode_enabled = NULL;    /* torch._C._is_torch_function_mode_enabled, or NULL */
+static PyObject *bump = NULL;            /* what TorchWrites.record calls with a tuple of tensors */
+static PyObject *dlpack_types = NULL;    /* tuple: tensor types read through DLPack (their reads never dispatch) */
+static uint32_t ambiguous[64];           /* DLPack dtypes more than one torch dtype exports as */
+static int n_ambiguous = 0;
+
+static PyObject *hook = NULL;         /* set_hook(): stands in for cuLaunchKernel (tests) */
+static PyObject *device_hook = NULL;  /* ... and for the driver's current device */
+
+static PyObject *s_data, *s_ptr, *s_device_id, *s_shape, *s_strides, *s_dtype, *s_size, *s_data_ptr, *s_stride,
+    *s_device, *s_is_neg, *s_requires_grad, *s_stream, *s_cuda_stream, *s_type, *s_index, *s_cuda, *s_cpu,
+    *s_exchange;
+
+/* ---------------------------------------------------------------------------------------------------------
+ * CuPy arrays: their fields, as cupy/_core/core.pxd and cupy/cuda/memory.pxd declare them (CuPy 13, 14).
+ * Cython lays a cdef class out as PyObject_HEAD, its vtable pointer, then the fields in declaration order.
+ * Reading them costs nothing; `a.shape` and `a.strides` each build a tuple (~50 ns). The layout is not
+ * taken on trust: a type is read this way only once one of its arrays, read through its attributes, was
+ * found to hold exactly these values here (register_cupy), and each call checks the pointer's type.
+ */
+typedef struct {
+    Py_ssize_t *begin, *end, *capacity;  /* std::vector<Py_ssize_t> (libstdc++ and libc++) */
+} CxxVector;
+
+typedef struct {
+    PyObject_HEAD
+    void *vtab;
+    PyObject *weakref;
+    Py_ssize_t size;
+    CxxVector shape, strides;  /* strides in bytes */
+    int c_contiguous, f_contiguous, index_32_bits;
+    PyObject *dtype;
+    PyObject *data;  /* cupy.cuda.memory.MemoryPointer */
+    PyObject *base;
+} CupyArray;
+
+typedef struct {
+    PyObject_HEAD
+    void *vtab;
+    intptr_t ptr;
+    int device_id;
+    PyObject *mem;
+} CupyPointer;
+
+/* CuPy's current stream: cupy_backends.cuda.stream.get_current_stream_ptr, the C function that
+ * cupy.cuda.stream's (and CuPy's own launches) call, taken from the module's Cython C API. */
+typedef intptr_t (*CurrentStreamFn)(void);
+static CurrentStreamFn current_stream = NULL;
+static int current_stream_tried = 0;
+
+static void load_current_stream(void) {
+    current_stream_tried = 1;
+    PyObject *module = PyImport_ImportModule("cupy_backends.cuda.stream");
+    PyObject *api = module ? PyObject_GetAttrString(module, "__pyx_capi__") : NULL;
+    PyObject *capsule = api && PyDict_Check(api) ? PyDict_GetItemString(api, "get_current_stream_ptr") : NULL;
+    if (capsule != NULL && PyCapsule_CheckExact(capsule)) {
+        const char *signature = PyCapsule_GetName(capsule);
+        if (signature != NULL && strcmp(signature, "intptr_t (void)") == 0)  /* exactly the C type it is called as */
+            current_stream = (CurrentStreamFn)PyCapsule_GetPointer(capsule, signature);
+    }
+    Py_XDECREF(api);
+    Py_XDECREF(module);
+    PyErr_Clear();
+}
+
+/* ---------------------------------------------------------------------------------------------------------
+ * torch tensors through DLPack's C exchange API (dlpack.h 1.3: `type(t).__dlpack_c_exchange_api__`, a
+ * capsule "dlpack_exchange_api"): a plain C function fills a DLTensor in ~40 ns, against ~350 ns for
+ * data_ptr(), shape, stride(), dtype, device and is_neg() through Python's C API.
+ */
+typedef struct { uint32_t major, minor; } DLPackVersion;
+typedef struct { int32_t device_type, device_id; } DLDevice;
+typedef struct { uint8_t code, bits; uint16_t lanes; } DLDataType;
+typedef struct {
+    void *data;
+    DLDevice device;
+    int32_t ndim;
+    DLDataType dtype;
+    int64_t *shape, *strides;
+    uint64_t byte_offset;
+} DLTensor;
+typedef int (*DLTensorFromPyObjectFn)(void *, DLTensor *);
+typedef struct DLPackExchangeAPIHeader {
+    DLPackVersion version;
+    struct DLPackExchangeAPIHeader *prev_api;
+} DLPackExchangeAPIHeader;
+typedef struct {
+    DLPackExchangeAPIHeader header;
+    void *managed_tensor_allocator, *managed_tensor_from_py_object_no_sync, *managed_tensor_to_py_object_no_sync;
+    DLTensorFromPyObjectFn dltensor_from_py_object_no_sync;  /* may be NULL */
+    void *current_work_stream;
+} DLPackExchangeAPI;
+
+enum { kDLCPU = 1, kDLCUDA = 2, kDLROCM = 10 };
+
+/* The exchange API of a tensor type, or NULL (none, another major version, no DLTensor export). */
+static DLTensorFromPyObjectFn exchange_api(PyTypeObject *type) {
+    PyObject *capsule = PyObject_GetAttr((PyObject *)type, s_exchange);
+    DLTensorFromPyObjectFn fn = NULL;
+    if (capsule != NULL && PyCapsule_IsValid(capsule, "dlpack_exchange_api")) {
+        DLPackExchangeAPIHeader *h = PyCapsule_GetPointer(capsule, "dlpack_exchange_api");
+        for (int hops = 0; h != NULL && hops < 16; h = h->prev_api, hops++)  /* the first table of 1.3 or later */
+            if (h->version.major == 1 && h->version.minor >= 3) {
+                fn = ((DLPackExchangeAPI *)h)->dltensor_from_py_object_no_sync;
+                break;
+            }
+    }
+    Py_XDECREF(capsule);  /* the table lives as long as the process (dlpack.h); the capsule is held by the type */
+    PyErr_Clear();
+    return fn;
+}
+
+/* ---------------------------------------------------------------------------------------------------------
+ * Kinds: how each type of array is read here.
+ */
+enum {
+    MODE_CUPY_FIELDS,  /* a CuPy array's struct fields */
+    MODE_CUPY_ATTRS,   /* a CuPy array's attributes (a layout not confirmed, or many dims) */
+    MODE_DLPACK,       /* a torch tensor through DLPack, is_neg() besides */
+    MODE_TORCH_ATTRS,  /* a torch tensor's methods and attributes (a subclass that may dispatch, a mode) */
+    MODE_READER,       /* any other kind with a Python fast reader: reader(a) -> (signature, pointer) */
+};
+
+typedef struct {
+    PyTypeObject *type;           /* a strong reference: a type listed here is never freed, its address never reused */
+    int mode;                     /* MODE_CUPY_FIELDS or MODE_DLPACK; any other kind is not listed */
+    PyTypeObject *pointer_type;   /* CuPy: the MemoryPointer type its fields were confirmed with */
+    DLTensorFromPyObjectFn from;  /* torch: the exchange API's DLTensor export */
+} Kind;
+
+static Kind kinds[MAX_KINDS];
+static int n_kinds = 0;
+
+static const Kind *find_kind(PyTypeObject *type) {
+    for (int k = 0; k < n_kinds; k++)
+        if (kinds[k].type == type)
+            return &kinds[k];
+    return NULL;
+}
+
+/* One argument as read. C modes fill dims/ptr/dtype/device; attribute modes f[] (new references). */
+typedef struct {
+    int mode;
+    PyTypeObject *type;
+    uint64_t ptr;
+    int ndim;
+    int64_t shape[MAX_DIMS], strides[MAX_DIMS];
+    PyObject *dtype;    /* CuPy fields: the dtype (a reference); DLPack: the torch dtype where ambiguous, else NULL */
+    uint32_t dl_dtype;  /* DLPack: code | bits << 8 | lanes << 16 */
+    int64_t device;     /* CuPy: device_id; DLPack: device_type << 32 | device_id */
+    PyObject *f[5];     /* CuPy attrs: shape, strides, dtype, device_id; torch: + device, is_neg; reader: signature */
+} Read;
+
 static void release_read(Read *r) {
+    Py_CLEAR(r->dtype);
     for (int k = 0; k < 5; k++)
         Py_CLEAR(r->f[k]);
 }
@@ -129,11 +274,80 @@ static int as_address(PyObject *value, uint64_t *out) {
     return 1;
 }
 
-/* Read one argument the way launch.py's fast readers do; 0 where it cannot be (an error is cleared). */
-static int read_array(PyObject *a, int mode, PyObject *reader, Read *r) {
+static int read_cupy_fields(PyObject *a, const Kind *kind, Read *r) {
+    const CupyArray *c = (const CupyArray *)a;
+    PyObject *data = c->data;
+    if (data == NULL || Py_TYPE(data) != kind->pointer_type || c->dtype == NULL)
+        return 0;
+    Py_ssize_t ndim = c->shape.end - c->shape.begin;
+    if (ndim < 0 || ndim > MAX_DIMS || c->strides.end - c->strides.begin != ndim || (ndim && !c->shape.begin)
+        || (ndim && !c->strides.begin))
+        return 0;
+    intptr_t ptr = ((const CupyPointer *)data)->ptr;
+    if (ptr < 0)
+        return 0;
+    r->ndim = (int)ndim;
+    for (Py_ssize_t k = 0; k < ndim; k++) {
+        r->shape[k] = c->shape.begin[k];
+        r->strides[k] = c->strides.begin[k];
+    }
+    r->ptr = (uint64_t)ptr;
+    r->device = ((const CupyPointer *)data)->device_id;
+    r->dtype = Py_NewRef(c->dtype);
+    return 1;
+}
+
+static int is_ambiguous(uint32_t dl_dtype) {
+    for (int k = 0; k < n_ambiguous; k++)
+        if (ambiguous[k] == dl_dtype)
+            return 1;
+    return 0;
+}
+
+/* The DLTensor view of `t` (valid while t is unchanged) and its neg bit checked: 0 where it cannot be read. */
+static int read_dlpack(PyObject *t, const Kind *kind, Read *r) {
+    DLTensor d;
+    memset(&d, 0, sizeof d);
+    if (kind->from((void *)t, &d) != 0) {
+        PyErr_Clear();
+        return 0;
+    }
+    if (d.ndim < 0 || d.ndim > MAX_DIMS || (d.ndim && (d.shape == NULL || d.strides == NULL)))
+        return 0;
+    r->ndim = d.ndim;
+    for (int k = 0; k < d.ndim; k++) {
+        r->shape[k] = d.shape[k];
+        r->strides[k] = d.strides[k];
+    }
+    uint64_t ptr = (uint64_t)(uintptr_t)d.data + d.byte_offset;
+    if (ptr >> 63)
+        return 0;
+    r->ptr = ptr;
+    r->device = ((int64_t)d.device.device_type << 32) | (uint32_t)d.device.device_id;
+    r->dl_dtype = d.dtype.code | (uint32_t)d.dtype.bits << 8 | (uint32_t)d.dtype.lanes << 16;
+    if (is_ambiguous(r->dl_dtype) && (r->dtype = PyObject_GetAttr(t, s_dtype)) == NULL)
+        goto fail;
+    /* DLPack has no neg bit: is_neg() is the one read of it torch offers (the Python path refuses it, LG608) */
+    PyObject *neg = PyObject_CallMethodNoArgs(t, s_is_neg);
+    int plain = neg == Py_False;
+    Py_XDECREF(neg);
+    if (!plain)
+        goto fail;
+    return 1;
+fail:
+    PyErr_Clear();
+    return 0;
+}
+
+/* Read one argument in `mode` as launch.py's readers read it; 0 where it cannot be (an error is cleared). */
+static int read_array(PyObject *a, int mode, const Kind *kind, PyObject *reader, Read *r) {
     r->type = Py_TYPE(a);
     r->mode = mode;
-    if (mode == MODE_CUPY) {
+    if (mode == MODE_CUPY_FIELDS)
+        return read_cupy_fields(a, kind, r);
+    if (mode == MODE_DLPACK)
+        return read_dlpack(a, kind, r);
+    if (mode == MODE_CUPY_ATTRS) {
         PyObject *data = PyObject_GetAttr(a, s_data);
         if (data == NULL)
             goto fail;
@@ -149,7 +363,7 @@ static int read_array(PyObject *a, int mode, PyObject *reader, Read *r) {
             goto fail;
         return 1;
     }
-    if (mode == MODE_TORCH) {
+    if (mode == MODE_TORCH_ATTRS) {
         PyObject *ptr = PyObject_CallMethodNoArgs(a, s_data_ptr);
         int ok = as_address(ptr, &r->ptr);
         Py_XDECREF(ptr);
@@ -161,7 +375,6 @@ static int read_array(PyObject *a, int mode, PyObject *reader, Read *r) {
             goto fail;
         return 1;
     }
-    /* any other kind with a fast reader: reader(a) -> (signature, pointer) */
     PyObject *got = PyObject_CallOneArg(reader, a);
     if (got == NULL || !PyTuple_Check(got) || PyTuple_GET_SIZE(got) != 2) {
         Py_XDECREF(got);
@@ -181,6 +394,8 @@ fail:
 static int equal(PyObject *x, PyObject *y) {
     if (x == y)
         return 1;
+    if (x == NULL || y == NULL)
+        return 0;
     int eq = PyObject_RichCompareBool(x, y, Py_EQ);
     if (eq < 0) {
         PyErr_Clear();
@@ -189,193 +404,528 @@ static int equal(PyObject *x, PyObject *y) {
     return eq;
 }
 
-/* Whether the arguments as read have the signatures of ``plan``. */
-static int matches(const Plan *plan, long device, const Read *reads, int n) {
-    if (!plan->used || plan->device != device)
+/* Python ints in a tuple (torch.Size is one) equal to `values`. */
+static int ints_equal(PyObject *tuple, const int64_t *values, int n) {
+    if (tuple == NULL || !PyTuple_Check(tuple) || PyTuple_GET_SIZE(tuple) != n)
         return 0;
-    for (int i = 0; i < n; i++) {
-        PyObject *sig = PyTuple_GET_ITEM(plan->sigs, i);
-        const Read *r = &reads[i];
-        if (r->mode == MODE_READER) {
-            if (!equal(sig, r->f[0]))
-                return 0;
-            continue;
-        }
-        Py_ssize_t fields = r->mode == MODE_CUPY ? 4 : 5;
-        if (!PyTuple_Check(sig) || PyTuple_GET_SIZE(sig) != fields + 1 || PyTuple_GET_ITEM(sig, 0) != (PyObject *)r->type)
+    for (int k = 0; k < n; k++) {
+        PyObject *item = PyTuple_GET_ITEM(tuple, k);
+        if (!PyLong_Check(item))
             return 0;
-        for (Py_ssize_t k = 0; k < fields; k++)
-            if (!equal(PyTuple_GET_ITEM(sig, k + 1), r->f[k]))
-                return 0;
+        long long v = PyLong_AsLongLong(item);
+        if (v == -1 && PyErr_Occurred()) {
+            PyErr_Clear();
+            return 0;
+        }
+        if (v != values[k])
+            return 0;
     }
     return 1;
 }
 
+/* ---------------------------------------------------------------------------------------------------------
+ * Plans.
+ */
+typedef struct {
+    int i, j;
+    long long size_i, size_j;
+    int same_start;
+} Pair;
+
+typedef struct {  /* one argument of a plan as its C-mode read found it (mode < 0: taught in another mode) */
+    int mode;
+    int ndim;
+    int64_t shape[MAX_DIMS], strides[MAX_DIMS];
+    PyObject *dtype;  /* CuPy: the dtype; DLPack: the torch dtype where ambiguous (NULL else); a reference */
+    uint32_t dl_dtype;
+    int64_t device;
+} PlanArg;
+
+typedef struct {
+    int used;
+    long device;
+    PyObject *sigs;  /* tuple: the Python reader's signature of each array (type first) */
+    PlanArg args[MAX_ARRAYS];
+    uint64_t masks[MAX_ARRAYS];
+    int n_pairs;
+    Pair *pairs;
+    unsigned blocks, block, shared;
+    int n_symbols;
+    uint64_t symbols[MAX_VALUES];
+    int n_written;
+    int written[MAX_ARRAYS];  /* the written parameters that got torch tensors (validate.TorchWrites.indices) */
+    PyObject *launch;  /* the Launch object (what a test hook is given) */
+    CUfunction function;
+} Plan;
+
+/* Whether the read `r` has the signature of argument `i` of `plan`. */
+static int arg_matches(const Plan *plan, int i, const Read *r) {
+    PyObject *sig = PyTuple_GET_ITEM(plan->sigs, i);
+    const PlanArg *p = &plan->args[i];
+    if (r->mode == MODE_CUPY_FIELDS || r->mode == MODE_DLPACK) {
+        if (p->mode != r->mode || PyTuple_GET_ITEM(sig, 0) != (PyObject *)r->type || p->ndim != r->ndim
+            || p->device != r->device)
+            return 0;
+        for (int k = 0; k < r->ndim; k++)
+            if (p->shape[k] != r->shape[k] || p->strides[k] != r->strides[k])
+                return 0;
+        if (r->mode == MODE_DLPACK)  /* torch dtypes are singletons: where DLPack's is ambiguous, the same one */
+            return p->dl_dtype == r->dl_dtype && p->dtype == r->dtype;
+        return equal(p->dtype, r->dtype);  /* numpy's builtin dtypes are singletons: mostly the same object */
+    }
+    if (r->mode == MODE_READER)
+        return equal(sig, r->f[0]);
+    Py_ssize_t fields = r->mode == MODE_CUPY_ATTRS ? 4 : 5;
+    if (!PyTuple_Check(sig) || PyTuple_GET_SIZE(sig) != fields + 1 || PyTuple_GET_ITEM(sig, 0) != (PyObject *)r->type)
+        return 0;
+    for (Py_ssize_t k = 0; k < fields; k++)
+        if (!equal(PyTuple_GET_ITEM(sig, k + 1), r->f[k]))
+            return 0;
+    return 1;
+}
+
+/* Whether `plan` matches the reads. A comparison may run Python code (a reader's signature's __eq__), and
+ * so another thread, which may teach this launcher a plan in this one's place: its signatures are held while
+ * they are compared, and a plan replaced meanwhile is no match. */
+static int matches(const Plan *plan, long device, const Read *reads, int n) {
+    if (!plan->used || plan->device != device)
+        return 0;
+    PyObject *sigs = Py_NewRef(plan->sigs);
+    int ok = 1;
+    for (int i = 0; ok && i < n; i++)
+        ok = plan->sigs == sigs && arg_matches(plan, i, &reads[i]);
+    ok = ok && plan->used && plan->sigs == sigs;
+    Py_DECREF(sigs);
+    return ok;
+}
+
 static void clear_plan(Plan *p) {
     Py_CLEAR(p->sigs);
-    Py_CLEAR(p->written);
     Py_CLEAR(p->launch);
+    for (int i = 0; i < MAX_ARRAYS; i++)
+        Py_CLEAR(p->args[i].dtype);
     PyMem_Free(p->pairs);
     p->pairs = NULL;
     p->used = 0;
 }
 
-/* launch(device, arrays, values, stream) -> True: launched (or nothing to launch); False: the Python path must run. */
-static PyObject *Launcher_launch(Launcher *self, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 4) {
-        PyErr_SetString(PyExc_TypeError, "launch(device, arrays, values, stream) takes 4 arguments");
-        return NULL;
+/* ---------------------------------------------------------------------------------------------------------
+ * Scalars: exactly validate.check_scalar (schema/scalars.pack_scalar) for a Python float, int or bool; any
+ * other value (a NumPy scalar, a subclass, NaN, a value out of range, a wrong kind) goes to the Python check,
+ * whose error hands the call over.
+ */
+enum { K_F32, K_F64, K_I8, K_I16, K_I32, K_I64, K_U8, K_U16, K_U32, K_U64, K_BOOL };
+static const char *const KIND_NAMES[] = {"f32", "f64", "i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64", "bool"};
+#define N_KINDS (int)(sizeof KIND_NAMES / sizeof KIND_NAMES[0])
+
+static int kind_of(const char *name) {
+    for (int k = 0; k < N_KINDS; k++)
+        if (strcmp(name, KIND_NAMES[k]) == 0)
+            return k;
+    return -1;
+}
+
+/* 1: `slot` holds the value's 8-byte launch value; 0: the Python check must decide. */
+static int fast_scalar(int kind, int finite, PyObject *v, uint64_t *slot) {
+    *slot = 0;
+    if (kind == K_BOOL) {  /* struct.pack("=?", value): one byte */
+        if (v != Py_True && v != Py_False)
+            return 0;
+        unsigned char b = v == Py_True;  /* the slot's first byte in memory, on either byte order */
+        memcpy(slot, &b, 1);
+        return 1;
     }
-    PyObject *device_obj = args[0], *arrays = args[1], *values = args[2], *stream = args[3];
-    Read reads[MAX_ARRAYS];
-    int n_read = 0, launched = 0;
-    PyObject *result = NULL;
-    if (device_obj == Py_None || !PyLong_Check(device_obj) || !PyTuple_Check(arrays)
-        || PyTuple_GET_SIZE(arrays) != self->n_arrays)
-        goto handover;
-    long device = PyLong_AsLong(device_obj);
-    if (device == -1 && PyErr_Occurred()) {
+    if (kind == K_F32 || kind == K_F64) {
+        double x;
+        if (PyFloat_CheckExact(v)) {
+            x = PyFloat_AS_DOUBLE(v);
+        } else if (PyLong_CheckExact(v)) {  /* float(int): correctly rounded, OverflowError past every double */
+            x = PyLong_AsDouble(v);
+            if (x == -1.0 && PyErr_Occurred()) {
+                PyErr_Clear();
+                return 0;
+            }
+        } else {
+            return 0;
+        }
+        if (isnan(x) || (finite && isinf(x)))  /* NaN: how it packs depends on the Python version; LG622 */
+            return 0;
+        if (kind == K_F64) {
+            memcpy(slot, &x, 8);
+            return 1;
+        }
+        float y = (float)x;
+        if (isinf(y) && !isinf(x))  /* PyFloat_Pack4's overflow: LG621 */
+            return 0;
+        memcpy(slot, &y, 4);
+        return 1;
+    }
+    if (!PyLong_CheckExact(v))
+        return 0;
+    if (kind == K_U64) {
+        unsigned long long u = PyLong_AsUnsignedLongLong(v);
+        if (u == (unsigned long long)-1 && PyErr_Occurred()) {
+            PyErr_Clear();
+            return 0;
+        }
+        memcpy(slot, &u, 8);
+        return 1;
+    }
+    int overflow = 0;
+    long long n = PyLong_AsLongLongAndOverflow(v, &overflow);
+    if (overflow || (n == -1 && PyErr_Occurred())) {
         PyErr_Clear();
-        goto handover;
+        return 0;
     }
-    Py_ssize_t n_values_given = 0;
-    if (self->n_scalars) {
-        if (!PyList_Check(values) || PyList_GET_SIZE(values) != self->n_scalars)
-            goto handover;
-        n_values_given = self->n_scalars;
+    static const long long low[] = {0, 0, -128, -32768, -2147483648LL, INT64_MIN, 0, 0, 0};
+    static const long long high[] = {0, 0, 127, 32767, 2147483647LL, INT64_MAX, 255, 65535, 4294967295LL};
+    if (n < low[kind] || n > high[kind])
+        return 0;
+    switch (kind) {
+    case K_I8: { int8_t c = (int8_t)n; memcpy(slot, &c, 1); break; }
+    case K_I16: { int16_t c = (int16_t)n; memcpy(slot, &c, 2); break; }
+    case K_I32: { int32_t c = (int32_t)n; memcpy(slot, &c, 4); break; }
+    case K_I64: { int64_t c = (int64_t)n; memcpy(slot, &c, 8); break; }
+    case K_U8: { uint8_t c = (uint8_t)n; memcpy(slot, &c, 1); break; }
+    case K_U16: { uint16_t c = (uint16_t)n; memcpy(slot, &c, 2); break; }
+    case K_U32: { uint32_t c = (uint32_t)n; memcpy(slot, &c, 4); break; }
+    default: return 0;
+    }
+    return 1;
+}
+
+/* ---------------------------------------------------------------------------------------------------------
+ * The device and the stream.
+ */
+
+/* The current device: the driver's current context's (what CuPy's getDevice, cudaGetDevice, reports
+ * whenever a context is current). 0 where there is none: the Python path decides then. */
+static int current_device(long *device) {
+    if (device_hook != NULL) {
+        PyObject *got = PyObject_CallNoArgs(device_hook);
+        int ok = got != NULL && PyLong_CheckExact(got);
+        if (ok) {
+            *device = PyLong_AsLong(got);
+            ok = !PyErr_Occurred();
+        }
+        Py_XDECREF(got);
+        PyErr_Clear();
+        return ok;
+    }
+    if (!load_driver())
+        return 0;
+    CUcontext context = NULL;
+    CUdevice ordinal = -1;
+    if (ctx_get_current(&context) != 0 || context == NULL || ctx_get_device(&ordinal) != 0 || ordinal < 0)
+        return 0;
+    *device = ordinal;
+    return 1;
+}
+
+/* A handle as driver.stream_handle accepts one: an int, 0 <= handle < 2**64. */
+static int as_handle(PyObject *handle, uint64_t *out) {
+    int ok = handle != NULL && PyLong_CheckExact(handle);
+    if (ok) {
+        unsigned long long v = PyLong_AsUnsignedLongLong(handle);
+        ok = !(v == (unsigned long long)-1 && PyErr_Occurred());
+        *out = v;
+    }
+    Py_XDECREF(handle);
+    PyErr_Clear();
+    return ok;
+}
+
+/* The CUstream of `stream` as driver.stream_handle reads it: None, CuPy's and torch's streams here; any
+ * other (and None where CuPy's pointer is ambiguous) through stream_handle itself. 0: the Python path
+ * decides (LG616 for what is no stream). */
+static int stream_of(PyObject *stream, PyObject *name, uint64_t *out) {
+    if (stream == Py_None) {
+        if (!current_stream_tried)
+            load_current_stream();
+        if (current_stream != NULL) {
+            intptr_t ptr = current_stream();
+            if (ptr == -1 && PyErr_Occurred()) {
+                PyErr_Clear();
+                return 0;
+            }
+            /* With CUPY_CUDA_PER_THREAD_DEFAULT_STREAM=1, CuPy's C pointer of the null stream is the
+             * per-thread one while cupy.cuda.get_current_stream().ptr is 0: stream_handle decides. */
+            if (ptr != STREAM_PER_THREAD && ptr >= 0) {
+                *out = (uint64_t)ptr;
+                return 1;
+            }
+        }
+    } else if (stream_readers != NULL) {
+        PyObject *reader = PyDict_GetItemWithError(stream_readers, (PyObject *)Py_TYPE(stream));  /* borrowed */
+        PyErr_Clear();
+        if (reader != NULL && (reader == cupy_handle || reader == torch_handle))
+            return as_handle(PyObject_GetAttr(stream, reader == cupy_handle ? s_ptr : s_cuda_stream), out);
+    }
+    if (stream_handle == NULL)
+        return 0;
+    return as_handle(PyObject_CallFunctionObjArgs(stream_handle, stream, name, NULL), out);
+}
+
+/* The driver's launch, or the hook's: 1 launched, 0 refused by the driver (nothing ran: the Python path
+ * reports LG609), -1 the hook's error. */
+static int launch_packed(PyObject *replay, PyObject *launch_obj, CUfunction function, unsigned blocks,
+                         unsigned block, unsigned shared, PyObject *stream, uint64_t cu_stream, uint64_t *buffer,
+                         int count) {
+    if (replay != NULL) {  /* the stream object, and its handle where read here (None: the stream is None) */
+        PyObject *bytes = PyBytes_FromStringAndSize((const char *)buffer, (Py_ssize_t)count * 8);
+        PyObject *handle = stream == Py_None ? Py_NewRef(Py_None) : PyLong_FromUnsignedLongLong(cu_stream);
+        PyObject *got = bytes == NULL || handle == NULL ? NULL : PyObject_CallFunction(
+            replay, "OIIIOOO", launch_obj, blocks, block, shared, stream, handle, bytes);
+        Py_XDECREF(bytes);
+        Py_XDECREF(handle);
+        if (got == NULL)
+            return -1;
+        int refused = got == Py_False;  /* the hook's word for a launch the driver refused */
+        Py_DECREF(got);
+        return !refused;
+    }
+    void *slots[MAX_VALUES];
+    for (int k = 0; k < count; k++)
+        slots[k] = &buffer[k];
+    return launch_kernel(function, blocks, 1, 1, block, 1, 1, shared, (CUstream)(uintptr_t)cu_stream, slots,
+                         NULL) == 0;
+}
+
+/* ---------------------------------------------------------------------------------------------------------
+ * The Launcher: one kernel's plans and its compiled call.
+ */
+typedef struct {
+    PyObject_HEAD
+    vectorcallfunc vectorcall;
+    PyObject *name;      /* the kernel's name (stream_handle names it in LG616) */
+    PyObject *fallback;  /* the Python path: KernelLauncher._python_path(*arguments, stream=...) */
+    PyObject *scalar_check;  /* (index, value) -> the value's launch value, or a LaunchError */
+    int n_arrays, n_scalars;
+    int scalar_kinds[MAX_VALUES];
+    int scalar_finite[MAX_VALUES];
+    Plan plans[MAX_PLANS];
+    int last, next;
+    unsigned long long hits, handovers;
+} Launcher;
+
+static int unwrap(PyObject **a) {
+    if (Py_TYPE(*a) != array_type)
+        return 1;
+    PyObject *inner = *(PyObject **)((char *)*a + array_data);  /* NULL where the slot is empty */
+    if (inner == NULL)
+        return 0;
+    *a = inner;
+    return 1;
+}
+
+/* bump((the written tensors,)) as TorchWrites.record does: 1, or -1 with the error. */
+static int bump_versions(PyObject *const *arrays, const int *written, int n_written) {
+    PyObject *tensors = PyTuple_New(n_written);
+    if (tensors == NULL)
+        return -1;
+    for (int k = 0; k < n_written; k++)
+        PyTuple_SET_ITEM(tensors, k, Py_NewRef(arrays[written[k]]));
+    PyObject *ok = bump == NULL ? NULL : PyObject_CallOneArg(bump, tensors);
+    if (ok == NULL && !PyErr_Occurred())
+        PyErr_SetString(PyExc_RuntimeError, "layoutgen: torch's version counters could not be bumped");
+    Py_DECREF(tensors);
+    Py_XDECREF(ok);
+    return ok == NULL ? -1 : 1;
+}
+
+/* The mode `a` is read in, its kind where listed, its reader: 0 where it has no fast reader. */
+static int mode_of(PyObject *a, int *torch_modes, const Kind **kind, PyObject **reader) {
+    *kind = find_kind(Py_TYPE(a));
+    if (*kind != NULL) {
+        if ((*kind)->mode == MODE_DLPACK) {
+            if (*torch_modes < 0) {  /* a torch function mode may intercept data_ptr() & co.: read as Python does */
+                PyObject *on = mode_enabled ? PyObject_CallNoArgs(mode_enabled) : Py_NewRef(Py_True);
+                *torch_modes = on != Py_False;
+                Py_XDECREF(on);
+                PyErr_Clear();
+            }
+            return *torch_modes ? MODE_TORCH_ATTRS : MODE_DLPACK;
+        }
+        return (*kind)->mode;
+    }
+    *reader = readers ? PyDict_GetItemWithError(readers, (PyObject *)Py_TYPE(a)) : NULL;  /* borrowed */
+    if (*reader == NULL) {  /* a kind the Python path has not read yet, or one it validates every call */
+        PyErr_Clear();
+        return -1;
+    }
+    return *reader == cupy_reader ? MODE_CUPY_ATTRS : *reader == torch_reader ? MODE_TORCH_ATTRS : MODE_READER;
+}
+
+/* 1: launched (or nothing to launch); 0: the Python path must run the call; -1: the call's error (the hook's,
+ * or the version bump's after the launch). */
+static int launch_call(Launcher *self, PyObject *const *args, size_t nargsf, PyObject *kwnames) {
+    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+    PyObject *stream = Py_None;
+    if (kwnames != NULL && PyTuple_GET_SIZE(kwnames) != 0) {
+        PyObject *keyword = PyTuple_GET_ITEM(kwnames, 0);
+        if (PyTuple_GET_SIZE(kwnames) != 1 || (keyword != s_stream && PyUnicode_Compare(keyword, s_stream) != 0)) {
+            PyErr_Clear();
+            return 0;  /* a keyword the Python path refuses (TypeError) */
+        }
+        stream = args[nargs];
     }
     int n = self->n_arrays;
-    for (int i = 0; i < n; i++) {
-        PyObject *a = PyTuple_GET_ITEM(arrays, i);
-        PyObject *kind = PyDict_GetItemWithError(self->kinds, (PyObject *)Py_TYPE(a));  /* borrowed reader */
-        if (kind == NULL) {  /* a kind the Python path has not read yet, or one it validates every call */
-            PyErr_Clear();
-            goto handover;
+    if (nargs != n + self->n_scalars)
+        return 0;  /* LG601 */
+    long device;
+    if (!current_device(&device))
+        return 0;
+    uint64_t values[MAX_VALUES];
+    for (int k = 0; k < self->n_scalars; k++) {
+        PyObject *v = args[n + k];
+        if (!fast_scalar(self->scalar_kinds[k], self->scalar_finite[k], v, &values[k])) {
+            PyObject *got = PyObject_CallFunction(self->scalar_check, "iO", k, v);  /* LG620..LG622: hand over */
+            if (got == NULL || !PyLong_Check(got)) {
+                Py_XDECREF(got);
+                PyErr_Clear();
+                return 0;
+            }
+            values[k] = PyLong_AsUnsignedLongLongMask(got);
+            Py_DECREF(got);
+            if (PyErr_Occurred()) {
+                PyErr_Clear();
+                return 0;
+            }
         }
+    }
+    PyObject *arrays[MAX_ARRAYS];  /* held: an Array's slot may be set again while Python code runs */
+    Read reads[MAX_ARRAYS];
+    int n_read = 0, n_held = 0, torch_modes = -1, result = 0;
+    for (int i = 0; i < n; i++) {
+        PyObject *a = args[i];
+        if (!unwrap(&a))
+            goto out;
+        arrays[n_held++] = Py_NewRef(a);
+        const Kind *kind = NULL;
+        PyObject *reader = NULL;
+        int mode = mode_of(a, &torch_modes, &kind, &reader);
+        if (mode < 0)
+            goto out;
         memset(&reads[i], 0, sizeof reads[i]);
         n_read = i + 1;
-        int mode = kind == self->cupy_reader ? MODE_CUPY : kind == self->torch_reader ? MODE_TORCH : MODE_READER;
-        if (!read_array(a, mode, kind, &reads[i]))
-            goto handover;
+        if (!read_array(a, mode, kind, reader, &reads[i]))
+            goto out;
     }
     Plan *plan = NULL;
     if (matches(&self->plans[self->last], device, reads, n)) {
         plan = &self->plans[self->last];
     } else {
-        for (int k = 0; k < MAX_PLANS; k++) {
-            if (matches(&self->plans[k], device, reads, n)) {
+        for (int k = 0; k < MAX_PLANS && plan == NULL; k++)
+            if (k != self->last && matches(&self->plans[k], device, reads, n)) {
                 plan = &self->plans[k];
                 self->last = k;
-                break;
             }
-        }
     }
     if (plan == NULL)
-        goto handover;
+        goto out;
     for (int i = 0; i < n; i++)  /* LG606 on the Python path */
         if (reads[i].ptr & plan->masks[i])
-            goto handover;
+            goto out;
     for (int k = 0; k < plan->n_pairs; k++) {  /* LG614: Extents.first_overlap */
         const Pair *q = &plan->pairs[k];
         long long offset = (long long)reads[q->j].ptr - (long long)reads[q->i].ptr;
         if (-q->size_j < offset && offset < q->size_i && !(q->same_start && offset == 0))
-            goto handover;
+            goto out;
     }
-    /* What the launch needs of the plan, copied (and its objects held) before any Python code runs: a
-     * reader, a check or a stream of another thread may teach this launcher a plan that replaces this one. */
-    PyObject *written = plan->written ? Py_NewRef(plan->written) : NULL;
+    /* What the launch needs of the plan, copied (its Launch held) before any Python code runs: a check, a
+     * stream or a hook may run another thread, which may teach this launcher a plan in this one's place. */
     PyObject *launch_obj = Py_NewRef(plan->launch);
     PyObject *replay = hook ? Py_NewRef(hook) : NULL;
     CUfunction function = plan->function;
     unsigned blocks = plan->blocks, block = plan->block, shared = plan->shared;
-    /* The parameters: pointers, scalars' values, symbols; each 8 bytes (the driver copies them at the call). */
+    int n_written = plan->n_written, written[MAX_ARRAYS];
+    memcpy(written, plan->written, sizeof written);
     uint64_t buffer[MAX_VALUES];
-    void *slots[MAX_VALUES];
     int count = 0;
     for (int i = 0; i < n; i++)
         buffer[count++] = reads[i].ptr;
-    count += (int)n_values_given;
+    for (int k = 0; k < self->n_scalars; k++)
+        buffer[count++] = values[k];
     for (int k = 0; k < plan->n_symbols; k++)
         buffer[count++] = plan->symbols[k];
-    for (Py_ssize_t k = 0; k < n_values_given; k++) {
-        unsigned long long v = PyLong_AsUnsignedLongLongMask(PyList_GET_ITEM(values, k));  /* as ctypes c_uint64 */
-        if (v == (unsigned long long)-1 && PyErr_Occurred()) {
+    if (n_written) {  /* LG618 on the Python path (TorchWrites.check) */
+        PyObject *on = grad_enabled ? PyObject_CallNoArgs(grad_enabled) : NULL;
+        int grad = on == NULL ? -1 : PyObject_IsTrue(on);
+        Py_XDECREF(on);
+        for (int k = 0; grad == 1 && k < n_written; k++) {
+            PyObject *wants = PyObject_GetAttr(arrays[written[k]], s_requires_grad);
+            int yes = wants == NULL ? -1 : PyObject_IsTrue(wants);
+            Py_XDECREF(wants);
+            if (yes != 0)
+                grad = -1;
+        }
+        if (grad != 0 && grad != 1) {
             PyErr_Clear();
             goto handover_held;
         }
-        buffer[n + k] = v;
     }
-    for (int k = 0; k < count; k++)
-        slots[k] = &buffer[k];
-    if (written != NULL) {  /* LG618 on the Python path */
-        PyObject *ok = PyObject_CallMethodObjArgs(written, s_check, self->name, self->params, arrays, NULL);
-        if (ok == NULL) {
-            PyErr_Clear();
-            goto handover_held;
-        }
-        Py_DECREF(ok);
-    }
-    if (blocks == 0)
-        goto launched_held;
-    if (replay != NULL) {
-        PyObject *bytes = PyBytes_FromStringAndSize((const char *)buffer, (Py_ssize_t)count * 8);
-        PyObject *got = bytes == NULL ? NULL : PyObject_CallFunction(replay, "OIIIOO", launch_obj, blocks, block,
-                                                                     shared, stream, bytes);
-        Py_XDECREF(bytes);
-        if (got == NULL)
-            goto failed_held;  /* the hook's error is the call's */
-        Py_DECREF(got);
-    } else {
-        if (!load_driver())
-            goto handover_held;
-        PyObject *handle = PyObject_CallFunctionObjArgs(self->stream_handle, stream, self->name, NULL);  /* LG616 */
+    int launched = 1;
+    if (blocks) {
         uint64_t cu_stream = 0;
-        int ok = handle != NULL && PyLong_Check(handle);
-        if (ok) {
-            cu_stream = PyLong_AsUnsignedLongLong(handle);
-            ok = !PyErr_Occurred();
-        }
-        Py_XDECREF(handle);
-        if (!ok) {
-            PyErr_Clear();
+        if (replay == NULL && !load_driver())
             goto handover_held;
-        }
-        CUresult err = launch_kernel(function, blocks, 1, 1, block, 1, 1, shared, (CUstream)(uintptr_t)cu_stream,
-                                     slots, NULL);
-        if (err != 0)  /* nothing ran: the Python path launches again and reports LG609 */
-            goto handover_held;
+        if ((replay == NULL || stream != Py_None) && !stream_of(stream, self->name, &cu_stream))
+            goto handover_held;  /* LG616 */
+        launched = launch_packed(replay, launch_obj, function, blocks, block, shared, stream, cu_stream, buffer,
+                                 count);
+        if (launched == 0)
+            goto handover_held;  /* nothing ran: the Python path launches again and reports LG609 */
     }
-    if (written != NULL) {  /* torch's in-place rule: the version counters of what the kernel wrote */
-        PyObject *ok = PyObject_CallMethodObjArgs(written, s_record, arrays, NULL);
-        if (ok == NULL)
-            goto failed_held;
-        Py_DECREF(ok);
-    }
-launched_held:
-    launched = 1;
-failed_held:
-    Py_XDECREF(written);
+    if (launched == 1 && blocks && n_written)  /* torch's in-place rule: bump the version counters of what it wrote */
+        launched = bump_versions(arrays, written, n_written);
     Py_DECREF(launch_obj);
     Py_XDECREF(replay);
-    goto done;
-handover_held:
-    Py_XDECREF(written);
-    Py_DECREF(launch_obj);
-    Py_XDECREF(replay);
-    goto handover;
-handover:
-    self->handovers++;
-    result = Py_NewRef(Py_False);
+    result = launched;
     goto out;
-done:
-    if (launched) {
-        self->hits++;
-        result = Py_NewRef(Py_True);
-    }
+handover_held:
+    Py_DECREF(launch_obj);
+    Py_XDECREF(replay);
 out:
     for (int i = 0; i < n_read; i++)
         release_read(&reads[i]);
+    for (int i = 0; i < n_held; i++)
+        Py_DECREF(arrays[i]);
     return result;
+}
+
+static int try_launch(Launcher *self, PyObject *const *args, size_t nargsf, PyObject *kwnames) {
+    int got = launch_call(self, args, nargsf, kwnames);
+    if (got == 1)
+        self->hits++;
+    else if (got == 0)
+        self->handovers++;
+    return got;
+}
+
+static PyObject *Launcher_vectorcall(PyObject *callable, PyObject *const *args, size_t nargsf, PyObject *kwnames) {
+    Launcher *self = (Launcher *)callable;
+    if (self->fallback == NULL) {
+        PyErr_SetString(PyExc_TypeError, "a Launcher must be initialised before it is called");
+        return NULL;
+    }
+    int got = try_launch(self, args, nargsf, kwnames);
+    if (got < 0)
+        return NULL;
+    if (got > 0)
+        Py_RETURN_NONE;
+    return PyObject_Vectorcall(self->fallback, args, nargsf, kwnames);  /* the Python path, from the start */
+}
+
+/* attempt(*arguments, stream=None) -> True: launched; False: the call would go to the Python path (tests). */
+static PyObject *Launcher_attempt(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames) {
+    if (((Launcher *)self)->fallback == NULL) {
+        PyErr_SetString(PyExc_TypeError, "a Launcher must be initialised before it is called");
+        return NULL;
+    }
+    int got = try_launch((Launcher *)self, args, (size_t)nargs, kwnames);
+    if (got < 0)
+        return NULL;
+    return PyBool_FromLong(got);
 }
 
 static int as_u64(PyObject *v, uint64_t *out) {
@@ -386,20 +936,118 @@ static int as_u64(PyObject *v, uint64_t *out) {
     return 1;
 }
 
-/* add(device, sigs, masks, pairs, blocks, block, shared, symbols, written, launch, function): keep one plan. */
+/* Register a's type as read through its fields where a, read through its attributes (`sig`, `ptr`), holds
+ * exactly those values there. The checks before any pointer in the object is followed: the type is large
+ * enough, its `data` and `dtype` fields are the very objects its attributes return. */
+static void register_cupy(PyObject *a, PyObject *sig, uint64_t ptr) {
+    PyTypeObject *type = Py_TYPE(a);
+    if (find_kind(type) != NULL || n_kinds >= MAX_KINDS || type->tp_basicsize < (Py_ssize_t)sizeof(CupyArray)
+        || !PyTuple_Check(sig) || PyTuple_GET_SIZE(sig) != 5)
+        return;
+    const CupyArray *c = (const CupyArray *)a;
+    PyObject *data = PyObject_GetAttr(a, s_data), *dtype = PyObject_GetAttr(a, s_dtype);
+    PyObject *shape = PyTuple_GET_ITEM(sig, 1), *strides = PyTuple_GET_ITEM(sig, 2);
+    int ok = data != NULL && dtype != NULL && c->data == data && c->dtype == dtype && dtype == PyTuple_GET_ITEM(sig, 3)
+             && Py_TYPE(data)->tp_basicsize >= (Py_ssize_t)sizeof(CupyPointer) && PyTuple_Check(shape)
+             && PyTuple_GET_SIZE(shape) >= 1;
+    if (ok) {
+        Kind kind = {type, MODE_CUPY_FIELDS, Py_TYPE(data), NULL};
+        Read r;
+        memset(&r, 0, sizeof r);
+        PyObject *device_id = PyTuple_GET_ITEM(sig, 4);
+        /* the vectors' pointers are followed only now, their lengths checked first */
+        ok = c->shape.end - c->shape.begin == PyTuple_GET_SIZE(shape) && read_cupy_fields(a, &kind, &r)
+             && ints_equal(shape, r.shape, r.ndim) && ints_equal(strides, r.strides, r.ndim) && r.ptr == ptr
+             && PyLong_Check(device_id) && PyLong_AsLongLong(device_id) == r.device && r.dtype == dtype;
+        release_read(&r);
+        if (ok) {
+            Py_INCREF(type);
+            Py_INCREF(kind.pointer_type);
+            kinds[n_kinds++] = kind;
+        }
+    }
+    Py_XDECREF(data);
+    Py_XDECREF(dtype);
+    PyErr_Clear();
+}
+
+/* Register t's type as read through DLPack where it is one of dlpack_types and its DLPack read agrees with
+ * its Python read (`sig`: type, shape, stride(), dtype, device, is_neg(); `ptr`: data_ptr()). */
+static void register_torch(PyObject *t, PyObject *sig, uint64_t ptr) {
+    PyTypeObject *type = Py_TYPE(t);
+    if (find_kind(type) != NULL || n_kinds >= MAX_KINDS || dlpack_types == NULL || !PyTuple_Check(sig)
+        || PyTuple_GET_SIZE(sig) != 6)
+        return;
+    int listed = 0;
+    for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(dlpack_types); k++)
+        listed |= PyTuple_GET_ITEM(dlpack_types, k) == (PyObject *)type;
+    Kind kind = {type, MODE_DLPACK, NULL, listed ? exchange_api(type) : NULL};
+    if (kind.from == NULL)
+        return;
+    Read r;
+    memset(&r, 0, sizeof r);
+    int ok = read_dlpack(t, &kind, &r) && ints_equal(PyTuple_GET_ITEM(sig, 1), r.shape, r.ndim)
+             && ints_equal(PyTuple_GET_ITEM(sig, 2), r.strides, r.ndim) && r.ptr == ptr
+             && PyTuple_GET_ITEM(sig, 5) == Py_False;
+    if (ok) {  /* the device: torch's type and index (None: 0) as DLPack's */
+        PyObject *device = PyTuple_GET_ITEM(sig, 4);
+        PyObject *kind_name = PyObject_GetAttr(device, s_type), *index = PyObject_GetAttr(device, s_index);
+        long id = index == Py_None ? 0 : index != NULL && PyLong_Check(index) ? PyLong_AsLong(index) : -1;
+        int dl_type = (int)(r.device >> 32), dl_id = (int)(uint32_t)r.device;
+        ok = kind_name != NULL && PyUnicode_Check(kind_name) && id == dl_id
+             && ((PyUnicode_Compare(kind_name, s_cuda) == 0 && (dl_type == kDLCUDA || dl_type == kDLROCM))
+                 || (PyUnicode_Compare(kind_name, s_cpu) == 0 && dl_type == kDLCPU));
+        Py_XDECREF(kind_name);
+        Py_XDECREF(index);
+    }
+    release_read(&r);
+    PyErr_Clear();
+    if (ok) {
+        Py_INCREF(type);
+        kinds[n_kinds++] = kind;
+    }
+}
+
+/* The C-mode read of argument `a` for a plan (mode -1 where its kind is read through Python). */
+static void plan_arg(PyObject *a, PlanArg *p) {
+    const Kind *kind = find_kind(Py_TYPE(a));
+    p->mode = -1;
+    if (kind == NULL)
+        return;
+    Read r;
+    memset(&r, 0, sizeof r);
+    if (read_array(a, kind->mode, kind, NULL, &r)) {
+        p->mode = kind->mode;
+        p->ndim = r.ndim;
+        memcpy(p->shape, r.shape, sizeof p->shape);
+        memcpy(p->strides, r.strides, sizeof p->strides);
+        p->dtype = r.dtype;  /* the reference moves to the plan */
+        r.dtype = NULL;
+        p->dl_dtype = r.dl_dtype;
+        p->device = r.device;
+    }
+    release_read(&r);
+}
+
+/* add(device, arrays, sigs, ptrs, masks, pairs, blocks, block, shared, symbols, written, launch, function):
+ * keep one plan the Python path validated `arrays` to; `sigs` and `ptrs` are its readers' reads of them. */
 static PyObject *Launcher_add(Launcher *self, PyObject *args) {
     long device;
-    PyObject *sigs, *masks, *pairs, *symbols, *written, *launch, *function;
+    PyObject *arrays, *sigs, *ptrs, *masks, *pairs, *symbols, *written, *launch, *function;
     unsigned int blocks, block, shared;
-    if (!PyArg_ParseTuple(args, "lO!O!O!IIIO!OOO", &device, &PyTuple_Type, &sigs, &PyTuple_Type, &masks,
-                          &PyTuple_Type, &pairs, &blocks, &block, &shared, &PyTuple_Type, &symbols, &written,
-                          &launch, &function))
+    if (!PyArg_ParseTuple(args, "lO!O!O!O!O!IIIO!O!OO", &device, &PyTuple_Type, &arrays, &PyTuple_Type, &sigs,
+                          &PyTuple_Type, &ptrs, &PyTuple_Type, &masks, &PyTuple_Type, &pairs, &blocks, &block,
+                          &shared, &PyTuple_Type, &symbols, &PyTuple_Type, &written, &launch, &function))
         return NULL;
     int n = self->n_arrays;
-    Py_ssize_t n_symbols = PyTuple_GET_SIZE(symbols);
-    if (PyTuple_GET_SIZE(sigs) != n || PyTuple_GET_SIZE(masks) != n
-        || n + self->n_scalars + n_symbols > MAX_VALUES) {
-        PyErr_SetString(PyExc_ValueError, "a plan must have one signature and one mask per array");
+    Py_ssize_t n_symbols = PyTuple_GET_SIZE(symbols), n_written = PyTuple_GET_SIZE(written);
+    if (n_written && (bump == NULL || grad_enabled == NULL)) {  /* use_torch() first: the Python path keeps it */
+        PyErr_SetString(PyExc_ValueError, "a plan that writes torch tensors needs torch's calls (use_torch)");
+        return NULL;
+    }
+    if (PyTuple_GET_SIZE(arrays) != n || PyTuple_GET_SIZE(sigs) != n || PyTuple_GET_SIZE(ptrs) != n
+        || PyTuple_GET_SIZE(masks) != n || n + self->n_scalars + n_symbols > MAX_VALUES || n_written > n) {
+        PyErr_SetString(PyExc_ValueError, "a plan must have one array, signature, pointer and mask per parameter");
         return NULL;
     }
     Plan fresh;
@@ -410,6 +1058,15 @@ static PyObject *Launcher_add(Launcher *self, PyObject *args) {
     for (Py_ssize_t k = 0; k < n_symbols; k++)
         if (!as_u64(PyTuple_GET_ITEM(symbols, k), &fresh.symbols[k]))
             return NULL;
+    for (Py_ssize_t k = 0; k < n_written; k++) {
+        long i = PyLong_AsLong(PyTuple_GET_ITEM(written, k));
+        if (i < 0 || i >= n) {
+            if (!PyErr_Occurred())
+                PyErr_SetString(PyExc_ValueError, "a written index must name an array of the kernel");
+            return NULL;
+        }
+        fresh.written[k] = (int)i;
+    }
     uint64_t fn;
     if (!as_u64(function, &fn))
         return NULL;
@@ -427,6 +1084,21 @@ static PyObject *Launcher_add(Launcher *self, PyObject *args) {
             return NULL;
         }
     }
+    /* Kinds first seen here are confirmed against the Python readers' reads, then each array is read as a
+     * call will read it. */
+    for (int i = 0; i < n; i++) {
+        PyObject *a = PyTuple_GET_ITEM(arrays, i), *sig = PyTuple_GET_ITEM(sigs, i);
+        PyObject *reader = readers ? PyDict_GetItemWithError(readers, (PyObject *)Py_TYPE(a)) : NULL;
+        PyErr_Clear();
+        uint64_t ptr;
+        if (reader == NULL || !as_address(PyTuple_GET_ITEM(ptrs, i), &ptr))
+            continue;
+        if (reader == cupy_reader)
+            register_cupy(a, sig, ptr);
+        else if (reader == torch_reader)
+            register_torch(a, sig, ptr);
+        plan_arg(a, &fresh.args[i]);
+    }
     fresh.used = 1;
     fresh.device = device;
     fresh.n_pairs = (int)n_pairs;
@@ -434,9 +1106,10 @@ static PyObject *Launcher_add(Launcher *self, PyObject *args) {
     fresh.block = block;
     fresh.shared = shared;
     fresh.n_symbols = (int)n_symbols;
+    fresh.n_written = (int)n_written;
+
     fresh.function = (CUfunction)(uintptr_t)fn;
     fresh.sigs = Py_NewRef(sigs);
-    fresh.written = written == Py_None ? NULL : Py_NewRef(written);
     fresh.launch = Py_NewRef(launch);
     int slot = self->next;
     for (int k = 0; k < MAX_PLANS; k++)  /* the same signatures learnt again replace their plan */
@@ -470,39 +1143,48 @@ static PyObject *Launcher_handovers(Launcher *self, void *unused) {
 }
 
 static int Launcher_init(Launcher *self, PyObject *args, PyObject *kwds) {
-    static char *names[] = {"name", "params", "n_scalars", "readers", "stream_handle", "cupy_reader", "torch_reader",
-                            NULL};
-    PyObject *name, *params, *kinds, *stream_handle, *cupy_reader, *torch_reader;
-    int n_scalars;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "UO!iO!OOO", names, &name, &PyTuple_Type, &params, &n_scalars,
-                                     &PyDict_Type, &kinds, &stream_handle, &cupy_reader, &torch_reader))
+    static char *names[] = {"name", "n_arrays", "scalars", "fallback", "scalar_check", NULL};
+    PyObject *name, *scalars, *fallback, *scalar_check;
+    int n_arrays;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "UiO!OO", names, &name, &n_arrays, &PyTuple_Type, &scalars,
+                                     &fallback, &scalar_check))
         return -1;
-    Py_ssize_t n = PyTuple_GET_SIZE(params);
-    if (n > MAX_ARRAYS || n_scalars < 0 || n + n_scalars > MAX_VALUES) {
-        PyErr_Format(PyExc_ValueError, "the compiled path takes at most %d arrays", MAX_ARRAYS);
+    Py_ssize_t n_scalars = PyTuple_GET_SIZE(scalars);
+    if (n_arrays < 0 || n_arrays > MAX_ARRAYS || n_arrays + n_scalars > MAX_VALUES) {
+        PyErr_Format(PyExc_ValueError, "the compiled path takes at most %d arrays and %d values", MAX_ARRAYS,
+                     MAX_VALUES);
         return -1;
     }
+    if (!PyCallable_Check(fallback) || !PyCallable_Check(scalar_check)) {
+        PyErr_SetString(PyExc_TypeError, "`fallback` and `scalar_check` must be callable");
+        return -1;
+    }
+    for (Py_ssize_t k = 0; k < n_scalars; k++) {  /* each scalar: (dtype name, finite) */
+        const char *dtype;
+        int finite;
+        if (!PyArg_ParseTuple(PyTuple_GET_ITEM(scalars, k), "sp", &dtype, &finite))
+            return -1;
+        if ((self->scalar_kinds[k] = kind_of(dtype)) < 0) {
+            PyErr_Format(PyExc_ValueError, "no scalar dtype %s", dtype);
+            return -1;
+        }
+        self->scalar_finite[k] = finite;
+    }
     Py_XSETREF(self->name, Py_NewRef(name));
-    Py_XSETREF(self->params, Py_NewRef(params));
-    Py_XSETREF(self->kinds, Py_NewRef(kinds));
-    Py_XSETREF(self->stream_handle, Py_NewRef(stream_handle));
-    Py_XSETREF(self->cupy_reader, Py_NewRef(cupy_reader));
-    Py_XSETREF(self->torch_reader, Py_NewRef(torch_reader));
-    self->n_arrays = (int)n;
-    self->n_scalars = n_scalars;
+    Py_XSETREF(self->fallback, Py_NewRef(fallback));
+    Py_XSETREF(self->scalar_check, Py_NewRef(scalar_check));
+    self->n_arrays = n_arrays;
+    self->n_scalars = (int)n_scalars;
+    self->vectorcall = Launcher_vectorcall;
     return 0;
 }
 
 static int Launcher_traverse(Launcher *self, visitproc visit, void *arg) {
     Py_VISIT(self->name);
-    Py_VISIT(self->params);
-    Py_VISIT(self->kinds);
-    Py_VISIT(self->stream_handle);
-    Py_VISIT(self->cupy_reader);
-    Py_VISIT(self->torch_reader);
+    Py_VISIT(self->fallback);
+    Py_VISIT(self->scalar_check);
     for (int k = 0; k < MAX_PLANS; k++) {
         Py_VISIT(self->plans[k].sigs);
-        Py_VISIT(self->plans[k].written);
         Py_VISIT(self->plans[k].launch);
     }
     return 0;
@@ -510,11 +1192,8 @@ static int Launcher_traverse(Launcher *self, visitproc visit, void *arg) {
 
 static int Launcher_clear_refs(Launcher *self) {
     Py_CLEAR(self->name);
-    Py_CLEAR(self->params);
-    Py_CLEAR(self->kinds);
-    Py_CLEAR(self->stream_handle);
-    Py_CLEAR(self->cupy_reader);
-    Py_CLEAR(self->torch_reader);
+    Py_CLEAR(self->fallback);
+    Py_CLEAR(self->scalar_check);
     for (int k = 0; k < MAX_PLANS; k++)
         clear_plan(&self->plans[k]);
     return 0;
@@ -526,11 +1205,19 @@ static void Launcher_dealloc(Launcher *self) {
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
+static PyObject *Launcher_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
+    Launcher *self = (Launcher *)PyType_GenericNew(type, args, kwds);
+    if (self != NULL)
+        self->vectorcall = Launcher_vectorcall;  /* before __init__: a call of a half-made one hands over */
+    return (PyObject *)self;
+}
+
 static PyMethodDef Launcher_methods[] = {
-    {"launch", (PyCFunction)(void (*)(void))Launcher_launch, METH_FASTCALL,
-     "launch(device, arrays, values, stream) -> bool: True where launched, False where the Python path must run"},
+    {"attempt", (PyCFunction)(void (*)(void))Launcher_attempt, METH_FASTCALL | METH_KEYWORDS,
+     "attempt(*arguments, stream=None) -> bool: True where launched, False where the Python path would run"},
     {"add", (PyCFunction)Launcher_add, METH_VARARGS,
-     "add(device, sigs, masks, pairs, blocks, block, shared, symbols, written, launch, function): keep a plan"},
+     "add(device, arrays, sigs, ptrs, masks, pairs, blocks, block, shared, symbols, written, launch, function): "
+     "keep a plan"},
     {"clear", (PyCFunction)Launcher_clear, METH_NOARGS, "forget every plan"},
     {NULL, NULL, 0, NULL},
 };
@@ -546,9 +1233,11 @@ static PyTypeObject LauncherType = {
     PyVarObject_HEAD_INIT(NULL, 0)
     .tp_name = "layoutgen.runtime._fastlaunch.Launcher",
     .tp_basicsize = sizeof(Launcher),
-    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
-    .tp_doc = "One kernel's validated plans and its compiled launch.",
-    .tp_new = PyType_GenericNew,
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL,
+    .tp_doc = "One kernel's validated plans and its compiled launch; call it as the kernel's launcher.",
+    .tp_vectorcall_offset = offsetof(Launcher, vectorcall),
+    .tp_call = PyVectorcall_Call,
+    .tp_new = Launcher_new,
     .tp_init = (initproc)Launcher_init,
     .tp_dealloc = (destructor)Launcher_dealloc,
     .tp_traverse = (traverseproc)Launcher_traverse,
@@ -557,46 +1246,312 @@ static PyTypeObject LauncherType = {
     .tp_getset = Launcher_getset,
 };
 
-static PyObject *set_hook(PyObject *module, PyObject *callable) {
-    if (callable != Py_None && !PyCallable_Check(callable)) {
-        PyErr_SetString(PyExc_TypeError, "the hook must be callable or None");
+/* ---------------------------------------------------------------------------------------------------------
+ * Steps: a program runner's prepared launches (runtime/program.py), launched in one call.
+ */
+typedef struct {
+    CUfunction function;
+    unsigned blocks, block, shared;
+    int n_pointers, n_constants;
+    int pointers[MAX_ARRAYS];        /* the buffer each pointer parameter gets */
+    uint64_t constants[MAX_VALUES];  /* the scalars' launch values, then the symbols */
+    PyObject *launch;                /* the Launch object (what a test hook is given) */
+} Step;
+
+typedef struct {
+    PyObject_HEAD
+    PyObject *name;
+    int n_steps, n_buffers;
+    Step *steps;
+} Steps;
+
+/* Steps(name, n_buffers, [(launch, function, blocks, block, shared, buffer indices, constants), ...]) */
+static int Steps_init(Steps *self, PyObject *args, PyObject *kwds) {
+    PyObject *name, *list;
+    int n_buffers;
+    if (!PyArg_ParseTuple(args, "UiO!", &name, &n_buffers, &PyTuple_Type, &list))
+        return -1;
+    Py_ssize_t n = PyTuple_GET_SIZE(list);
+    Step *steps = PyMem_Calloc(n ? n : 1, sizeof(Step));
+    if (steps == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (Py_ssize_t s = 0; s < n; s++) {
+        Step *step = &steps[s];
+        PyObject *launch, *function, *indices, *constants;
+        uint64_t fn;
+        if (!PyArg_ParseTuple(PyTuple_GET_ITEM(list, s), "OOIIIO!O!", &launch, &function, &step->blocks,
+                              &step->block, &step->shared, &PyTuple_Type, &indices, &PyTuple_Type, &constants)
+            || !as_u64(function, &fn))
+            goto fail;
+        Py_ssize_t n_pointers = PyTuple_GET_SIZE(indices), n_constants = PyTuple_GET_SIZE(constants);
+        if (n_pointers > MAX_ARRAYS || n_pointers + n_constants > MAX_VALUES) {
+            PyErr_SetString(PyExc_ValueError, "a step has more values than the compiled path takes");
+            goto fail;
+        }
+        for (Py_ssize_t k = 0; k < n_pointers; k++) {
+            long b = PyLong_AsLong(PyTuple_GET_ITEM(indices, k));
+            if (b < 0 || b >= n_buffers) {
+                if (!PyErr_Occurred())
+                    PyErr_SetString(PyExc_ValueError, "a step's buffer index must name a buffer of the program");
+                goto fail;
+            }
+            step->pointers[k] = (int)b;
+        }
+        for (Py_ssize_t k = 0; k < n_constants; k++)
+            if (!as_u64(PyTuple_GET_ITEM(constants, k), &step->constants[k]))
+                goto fail;
+        step->n_pointers = (int)n_pointers;
+        step->n_constants = (int)n_constants;
+        step->function = (CUfunction)(uintptr_t)fn;
+        step->launch = Py_NewRef(launch);
+        continue;
+    fail:
+        for (Py_ssize_t k = 0; k < s; k++)
+            Py_XDECREF(steps[k].launch);
+        PyMem_Free(steps);
+        return -1;
+    }
+    Py_XSETREF(self->name, Py_NewRef(name));
+    self->n_steps = (int)n;
+    self->n_buffers = n_buffers;
+    self->steps = steps;
+    return 0;
+}
+
+/* launch(pointers, stream) -> how many steps were launched, in order: all of them, or up to the first the
+ * driver refused (or every step before any where the stream could not be read): the Python path launches
+ * the rest, and reports the refusal. */
+static PyObject *Steps_launch(Steps *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 2 || !PyTuple_Check(args[0]) || PyTuple_GET_SIZE(args[0]) != self->n_buffers || self->steps == NULL) {
+        PyErr_SetString(PyExc_TypeError, "launch(pointers, stream) takes a tuple of one pointer per buffer");
+        return NULL;
+    }
+    PyObject *stream = args[1];
+    uint64_t pointers[MAX_VALUES];
+    if (self->n_buffers > MAX_VALUES)
+        return PyLong_FromLong(0);
+    for (int b = 0; b < self->n_buffers; b++)
+        if (!as_u64(PyTuple_GET_ITEM(args[0], b), &pointers[b]))
+            return NULL;
+    PyObject *replay = hook ? Py_NewRef(hook) : NULL;
+    uint64_t cu_stream = 0;
+    int done = 0;
+    if ((replay == NULL && !load_driver()) || ((replay == NULL || stream != Py_None)
+                                               && !stream_of(stream, self->name, &cu_stream)))
+        goto out;
+    for (; done < self->n_steps; done++) {
+        Step *step = &self->steps[done];
+        if (!step->blocks)
+            continue;
+        uint64_t buffer[MAX_VALUES];
+        int count = 0;
+        for (int k = 0; k < step->n_pointers; k++)
+            buffer[count++] = pointers[step->pointers[k]];
+        for (int k = 0; k < step->n_constants; k++)
+            buffer[count++] = step->constants[k];
+        int got = launch_packed(replay, step->launch, step->function, step->blocks, step->block, step->shared,
+                                stream, cu_stream, buffer, count);
+        if (got < 0) {
+            Py_XDECREF(replay);
+            return NULL;
+        }
+        if (got == 0)
+            break;
+    }
+out:
+    Py_XDECREF(replay);
+    return PyLong_FromLong(done);
+}
+
+static int Steps_traverse(Steps *self, visitproc visit, void *arg) {
+    Py_VISIT(self->name);
+    for (int k = 0; self->steps != NULL && k < self->n_steps; k++)
+        Py_VISIT(self->steps[k].launch);
+    return 0;
+}
+
+static int Steps_clear(Steps *self) {
+    Py_CLEAR(self->name);
+    for (int k = 0; self->steps != NULL && k < self->n_steps; k++)
+        Py_CLEAR(self->steps[k].launch);
+    PyMem_Free(self->steps);
+    self->steps = NULL;
+    self->n_steps = 0;
+    return 0;
+}
+
+static void Steps_dealloc(Steps *self) {
+    PyObject_GC_UnTrack(self);
+    Steps_clear(self);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyMethodDef Steps_methods[] = {
+    {"launch", (PyCFunction)(void (*)(void))Steps_launch, METH_FASTCALL,
+     "launch(pointers, stream) -> the number of steps launched, in order"},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyTypeObject StepsType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "layoutgen.runtime._fastlaunch.Steps",
+    .tp_basicsize = sizeof(Steps),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    .tp_doc = "A program's prepared launches, launched in order in one call.",
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)Steps_init,
+    .tp_dealloc = (destructor)Steps_dealloc,
+    .tp_traverse = (traverseproc)Steps_traverse,
+    .tp_clear = (inquiry)Steps_clear,
+    .tp_methods = Steps_methods,
+};
+
+/* ---------------------------------------------------------------------------------------------------------
+ * Module functions.
+ */
+
+/* configure(readers, cupy_reader, torch_reader, stream_handle, stream_readers, cupy_handle, torch_handle,
+ *           array_type, array_data): what every Launcher reads with (runtime/fastpath.py, once). */
+static PyObject *configure(PyObject *module, PyObject *args) {
+    PyObject *r, *cr, *tr, *sh, *sr, *ch, *th, *at, *ad;
+    if (!PyArg_ParseTuple(args, "O!OOOO!OOO!O", &PyDict_Type, &r, &cr, &tr, &sh, &PyDict_Type, &sr, &ch, &th,
+                          &PyType_Type, &at, &ad))
+        return NULL;
+    /* typed.Array keeps its array in a __slots__ member: read at the member's offset */
+    if (!PyObject_TypeCheck(ad, &PyMemberDescr_Type) || ((PyMemberDescrObject *)ad)->d_member->type != 16
+        || ((PyMemberDescrObject *)ad)->d_member->offset <= 0
+        || ((PyMemberDescrObject *)ad)->d_member->offset + (Py_ssize_t)sizeof(PyObject *) > ((PyTypeObject *)at)->tp_basicsize) {
+        PyErr_SetString(PyExc_TypeError, "`array_data` must be the object slot of `array_type`");  /* T_OBJECT_EX */
+        return NULL;
+    }
+    Py_XSETREF(readers, Py_NewRef(r));
+    Py_XSETREF(cupy_reader, Py_NewRef(cr));
+    Py_XSETREF(torch_reader, Py_NewRef(tr));
+    Py_XSETREF(stream_handle, Py_NewRef(sh));
+    Py_XSETREF(stream_readers, Py_NewRef(sr));
+    Py_XSETREF(cupy_handle, Py_NewRef(ch));
+    Py_XSETREF(torch_handle, Py_NewRef(th));
+    Py_XSETREF(array_type, (PyTypeObject *)Py_NewRef(at));
+    array_data = ((PyMemberDescrObject *)ad)->d_member->offset;
+    Py_RETURN_NONE;
+}
+
+/* use_torch(grad_enabled, mode_enabled | None, bump, dlpack_types, ambiguous): torch's calls (once). */
+static PyObject *use_torch(PyObject *module, PyObject *args) {
+    PyObject *ge, *me, *bu, *types, *amb;
+    if (!PyArg_ParseTuple(args, "OOOO!O!", &ge, &me, &bu, &PyTuple_Type, &types, &PyTuple_Type, &amb))
+        return NULL;
+    if (PyTuple_GET_SIZE(amb) > (Py_ssize_t)(sizeof ambiguous / sizeof ambiguous[0])) {
+        PyErr_SetString(PyExc_ValueError, "too many ambiguous DLPack dtypes");
+        return NULL;
+    }
+    for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(amb); k++) {
+        unsigned long v = PyLong_AsUnsignedLong(PyTuple_GET_ITEM(amb, k));
+        if (PyErr_Occurred())
+            return NULL;
+        ambiguous[k] = (uint32_t)v;
+    }
+    n_ambiguous = (int)PyTuple_GET_SIZE(amb);
+    Py_XSETREF(grad_enabled, Py_NewRef(ge));
+    Py_XSETREF(mode_enabled, me == Py_None ? NULL : Py_NewRef(me));
+    Py_XSETREF(bump, Py_NewRef(bu));
+    Py_XSETREF(dlpack_types, Py_NewRef(types));
+    Py_RETURN_NONE;
+}
+
+static PyObject *set_hook(PyObject *module, PyObject *args) {
+    PyObject *callable, *device = Py_None;
+    if (!PyArg_ParseTuple(args, "O|O", &callable, &device))
+        return NULL;
+    if ((callable != Py_None && !PyCallable_Check(callable)) || (device != Py_None && !PyCallable_Check(device))) {
+        PyErr_SetString(PyExc_TypeError, "the hooks must be callable or None");
         return NULL;
     }
     Py_XSETREF(hook, callable == Py_None ? NULL : Py_NewRef(callable));
+    Py_XSETREF(device_hook, device == Py_None ? NULL : Py_NewRef(device));
     Py_RETURN_NONE;
 }
 
 static PyObject *get_hook(PyObject *module, PyObject *unused) { return Py_NewRef(hook ? hook : Py_None); }
 
-/* read(array, mode) -> (signature, pointer) as the C path reads it (mode 0: CuPy, 1: torch); None where it cannot. */
-static PyObject *read_one(PyObject *module, PyObject *args) {
-    PyObject *a;
-    int mode;
-    if (!PyArg_ParseTuple(args, "Oi", &a, &mode))
-        return NULL;
-    if (mode != MODE_CUPY && mode != MODE_TORCH) {
-        PyErr_SetString(PyExc_ValueError, "mode must be 0 (CuPy) or 1 (torch)");
-        return NULL;
+static PyObject *ints_tuple(const int64_t *values, int n) {
+    PyObject *t = PyTuple_New(n);
+    for (int k = 0; t != NULL && k < n; k++) {
+        PyObject *v = PyLong_FromLongLong(values[k]);
+        if (v == NULL) {
+            Py_CLEAR(t);
+            break;
+        }
+        PyTuple_SET_ITEM(t, k, v);
     }
+    return t;
+}
+
+/* read(array) -> how a call reads it at C level, where its kind is read here; None else (tests, fastpath):
+ *   CuPy: ("cupy", ptr, shape, strides in bytes, dtype, device_id)
+ *   torch: ("dlpack", ptr, shape, strides, (code, bits, lanes), (device type, id)); None for a neg view */
+static PyObject *read_one(PyObject *module, PyObject *a) {
+    /* readers[type]: its __missing__ finds the reader of a type first seen (a borrowed look-up would not) */
+    PyObject *reader = readers ? PyObject_GetItem(readers, (PyObject *)Py_TYPE(a)) : NULL;
+    PyErr_Clear();
+    Py_XDECREF(reader);  /* compared by identity only: configure() holds the readers it is compared with */
+    if (find_kind(Py_TYPE(a)) == NULL && reader != NULL && reader == cupy_reader) {  /* confirmed as add() would */
+        PyObject *got = PyObject_CallOneArg(reader, a);
+        uint64_t ptr;
+        if (got != NULL && PyTuple_Check(got) && PyTuple_GET_SIZE(got) == 2 && as_address(PyTuple_GET_ITEM(got, 1), &ptr))
+            register_cupy(a, PyTuple_GET_ITEM(got, 0), ptr);
+        Py_XDECREF(got);
+        PyErr_Clear();
+    }
+    const Kind *kind = find_kind(Py_TYPE(a));
+    Kind probe;
+    if (kind == NULL && PyObject_HasAttr((PyObject *)Py_TYPE(a), s_exchange)) {  /* any DLPack producer, unlisted */
+        probe = (Kind){Py_TYPE(a), MODE_DLPACK, NULL, exchange_api(Py_TYPE(a))};
+        kind = probe.from ? &probe : NULL;
+    }
+    if (kind == NULL)
+        Py_RETURN_NONE;
     Read r;
     memset(&r, 0, sizeof r);
-    if (!read_array(a, mode, NULL, &r)) {
+    if (!read_array(a, kind->mode, kind, NULL, &r)) {
         release_read(&r);
         Py_RETURN_NONE;
     }
-    int fields = mode == MODE_CUPY ? 4 : 5;
-    PyObject *sig = PyTuple_New(fields + 1);
-    if (sig != NULL) {
-        PyTuple_SET_ITEM(sig, 0, Py_NewRef((PyObject *)r.type));
-        for (int k = 0; k < fields; k++) {
-            PyTuple_SET_ITEM(sig, k + 1, r.f[k]);
-            r.f[k] = NULL;
-        }
+    PyObject *shape = ints_tuple(r.shape, r.ndim), *strides = ints_tuple(r.strides, r.ndim), *got = NULL;
+    if (shape != NULL && strides != NULL) {
+        if (kind->mode == MODE_CUPY_FIELDS)
+            got = Py_BuildValue("(sKOOOL)", "cupy", (unsigned long long)r.ptr, shape, strides, r.dtype,
+                                (long long)r.device);
+        else
+            got = Py_BuildValue("(sKOO(iii)(ii))", "dlpack", (unsigned long long)r.ptr, shape, strides,
+                                (int)(r.dl_dtype & 0xff), (int)(r.dl_dtype >> 8 & 0xff), (int)(r.dl_dtype >> 16),
+                                (int)(r.device >> 32), (int)(uint32_t)r.device);
     }
+    Py_XDECREF(shape);
+    Py_XDECREF(strides);
     release_read(&r);
-    if (sig == NULL)
+    return got;
+}
+
+/* scalar_slot(dtype, finite, value) -> the launch value the compiled path gives `value`, or None where it
+ * asks the Python check (tests: equal to validate.check_scalar wherever it is not None). */
+static PyObject *scalar_slot(PyObject *module, PyObject *args) {
+    const char *dtype;
+    int finite;
+    PyObject *value;
+    if (!PyArg_ParseTuple(args, "spO", &dtype, &finite, &value))
         return NULL;
-    return Py_BuildValue("(NK)", sig, (unsigned long long)r.ptr);
+    int kind = kind_of(dtype);
+    if (kind < 0) {
+        PyErr_Format(PyExc_ValueError, "no scalar dtype %s", dtype);
+        return NULL;
+    }
+    uint64_t slot;
+    if (!fast_scalar(kind, finite, value, &slot))
+        Py_RETURN_NONE;
+    return PyLong_FromUnsignedLongLong(slot);
 }
 
 static PyObject *driver(PyObject *module, PyObject *unused) {
@@ -604,12 +1559,37 @@ static PyObject *driver(PyObject *module, PyObject *unused) {
     return PyUnicode_FromString(driver_error[0] ? driver_error : "libcuda loaded");
 }
 
+static PyObject *cupy_stream(PyObject *module, PyObject *unused) {
+    if (!current_stream_tried)
+        load_current_stream();
+    return PyUnicode_FromString(current_stream ? "cupy_backends.cuda.stream.get_current_stream_ptr"
+                                               : "driver.stream_handle (CuPy's C function was not found)");
+}
+
+static PyObject *kinds_read(PyObject *module, PyObject *unused) {
+    PyObject *out = PyDict_New();
+    for (int k = 0; out != NULL && k < n_kinds; k++) {
+        PyObject *mode = PyUnicode_FromString(kinds[k].mode == MODE_CUPY_FIELDS ? "fields" : "dlpack");
+        if (mode == NULL || PyDict_SetItem(out, (PyObject *)kinds[k].type, mode) < 0)
+            Py_CLEAR(out);
+        Py_XDECREF(mode);
+    }
+    return out;
+}
+
 static PyMethodDef module_methods[] = {
-    {"set_hook", set_hook, METH_O, "set_hook(callable | None): call callable(launch, blocks, block, shared, stream, "
-     "parameters) instead of cuLaunchKernel (tests)"},
-    {"get_hook", get_hook, METH_NOARGS, "the hook set, or None"},
-    {"read", read_one, METH_VARARGS, "read(array, mode) -> (signature, pointer) or None"},
-    {"driver", driver, METH_NOARGS, "whether libcuda's cuLaunchKernel was found, in words"},
+    {"configure", configure, METH_VARARGS, "configure(readers, cupy_reader, torch_reader, stream_handle, "
+     "stream_readers, cupy_handle, torch_handle, array_type, array_data)"},
+    {"use_torch", use_torch, METH_VARARGS, "use_torch(grad_enabled, mode_enabled, bump, dlpack_types, ambiguous)"},
+    {"set_hook", set_hook, METH_VARARGS, "set_hook(callable | None, device=None): call callable(launch, blocks, "
+     "block, shared, stream, handle, parameters) instead of cuLaunchKernel (False: the driver refused it) and "
+     "device() for the current device (tests)"},
+    {"get_hook", get_hook, METH_NOARGS, "the launch hook set, or None"},
+    {"read", read_one, METH_O, "read(array) -> how the compiled path reads it, or None"},
+    {"scalar_slot", scalar_slot, METH_VARARGS, "scalar_slot(dtype, finite, value) -> its launch value, or None"},
+    {"driver", driver, METH_NOARGS, "whether libcuda's calls were found, in words"},
+    {"current_stream", cupy_stream, METH_NOARGS, "where the current CuPy stream is read, in words"},
+    {"kinds", kinds_read, METH_NOARGS, "{array type: 'fields' | 'dlpack'}: the kinds read at C level"},
     {NULL, NULL, 0, NULL},
 };
 
@@ -625,22 +1605,30 @@ PyMODINIT_FUNC PyInit__fastlaunch(void) {
     INTERN(s_shape, "shape");
     INTERN(s_strides, "strides");
     INTERN(s_dtype, "dtype");
+    INTERN(s_size, "size");
     INTERN(s_data_ptr, "data_ptr");
     INTERN(s_stride, "stride");
     INTERN(s_device, "device");
     INTERN(s_is_neg, "is_neg");
-    INTERN(s_check, "check");
-    INTERN(s_record, "record");
+    INTERN(s_requires_grad, "requires_grad");
+    INTERN(s_stream, "stream");
+    INTERN(s_cuda_stream, "cuda_stream");
+    INTERN(s_type, "type");
+    INTERN(s_index, "index");
+    INTERN(s_cuda, "cuda");
+    INTERN(s_cpu, "cpu");
+    INTERN(s_exchange, "__dlpack_c_exchange_api__");
 #undef INTERN
-    if (PyType_Ready(&LauncherType) < 0)
+    if (PyType_Ready(&LauncherType) < 0 || PyType_Ready(&StepsType) < 0)
         return NULL;
     PyObject *m = PyModule_Create(&module_def);
     if (m == NULL)
         return NULL;
     if (PyModule_AddObjectRef(m, "Launcher", (PyObject *)&LauncherType) < 0
-        || PyModule_AddIntConstant(m, "CUPY", MODE_CUPY) < 0 || PyModule_AddIntConstant(m, "TORCH", MODE_TORCH) < 0
+        || PyModule_AddObjectRef(m, "Steps", (PyObject *)&StepsType) < 0
         || PyModule_AddIntConstant(m, "MAX_ARRAYS", MAX_ARRAYS) < 0
-        || PyModule_AddIntConstant(m, "MAX_VALUES", MAX_VALUES) < 0) {
+        || PyModule_AddIntConstant(m, "MAX_VALUES", MAX_VALUES) < 0
+        || PyModule_AddIntConstant(m, "MAX_DIMS", MAX_DIMS) < 0) {
         Py_DECREF(m);
         return NULL;
     }

@@ -71,6 +71,13 @@ def check_fault(spec: KernelSpec, module: Any, stream: Any) -> None:
     record.fill(0)
     if param < 0:  # a shared tile's access (lg::SharedTile): -1 - its index among the kernel's shared arrays
         tile = spec.shared[-1 - param].name
+        if width < 0:  # stage(i) of a ring with i < 0 (`col`; `rows` its stages)
+            raise KernelFault(Diagnostic(
+                "LG611", f"`{spec.name}` asked shared tile `{tile}` for stage {col}, but a stage must not be negative "
+                f"(the ring of {plural(rows, 'stage')} wraps at its end itself); the thread stopped before the access",
+                hint="give stage(i) the position of a tile among the tiles of its warp or block: tile.index, "
+                "tiles.nth(i).index",
+            ))
         raise KernelFault(Diagnostic(
             "LG611", f"`{spec.name}` indexed shared tile `{tile}` at row {row}, column {col}, outside the tile "
             f"({plural(rows, 'row')}, {plural(width, 'column')}); the thread stopped before the access",

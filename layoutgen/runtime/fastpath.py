@@ -1,24 +1,35 @@
-"""The compiled launch path: which path a launcher takes, and the plans the C side is taught.
+"""The compiled launch path: which path a launcher takes, the plans the C side is taught, torch's calls.
 
 ``runtime/_fastlaunch.c`` (built at install as ``layoutgen.runtime._fastlaunch``,
-optional) holds, per kernel, the plans the Python path of
-:class:`~.launch.KernelLauncher` validated, and does a repeated launch's hot
-path in C: it reads each array (CuPy's ``data.ptr``, ``shape``, ``strides``,
-``dtype``, ``data.device_id``; torch's ``data_ptr()``, ``shape``,
-``stride()``, ``dtype``, ``device``, ``is_neg()``: the same reads as
-``launch._cupy_reader`` and ``launch._torch_reader``, through the C API; any
-other kind with a fast reader through that reader), finds the plan whose
-signatures match, checks alignment, overlap and the autograd state of written
-torch tensors, packs the parameters and calls ``cuLaunchKernel`` (libcuda
-loaded with dlopen). Anything else it hands to the Python path, which runs the
-call from the start: so the compiled path refuses nothing itself, and every
-refusal keeps its code and message.
+optional) gives each launcher a C ``Launcher``, which the generated launcher
+function calls with the user's arguments (``KernelLauncher.entry``). It holds
+the plans the Python path of :class:`~.launch.KernelLauncher` validated, and
+does a repeated launch in C: it unwraps typed ``Array``\\ s, takes the current
+device from the driver's current context, checks the scalars, reads each
+array (a CuPy array's own fields, a torch tensor through DLPack's C exchange
+API and ``is_neg()``, any other kind with a fast reader through that
+reader), finds the plan whose signatures match, checks alignment, overlap and
+the autograd state of written torch tensors, finds the stream (CuPy's
+current one through CuPy's C function), packs the parameters and calls
+``cuLaunchKernel`` (libcuda loaded with dlopen), then bumps the version
+counters of the torch tensors it wrote. Anything else it hands to the Python
+path with the call's own arguments, which runs the call from the start: so
+the compiled path refuses nothing itself, and every refusal keeps its code
+and message.
 
-The C side learns a plan only after the Python path validated a call
-(:func:`learn`), and only where the Python path would launch through
-``cuLaunchKernel`` itself (:class:`~.driver.PackedLaunch`): a debug build, a
-launch through CuPy (``LAYOUTGEN_LAUNCH=cupy``) and kinds of arrays without a
-fast reader (``__cuda_array_interface__``) stay on the Python path.
+A kind of array is read at C level only once the C side has confirmed, on an
+array the Python path validated, that its C read gives what the Python
+reader read (:func:`learn`): a CuPy array's fields are those of
+``cupy/_core/core.pxd``, and a torch type is read through DLPack only where
+its reads cannot dispatch (``torch.Tensor``, ``torch.nn.Parameter``). Every
+other kind is read as the Python readers read it (attributes and methods
+through the C API).
+
+The C side learns a plan only after the Python path validated a call, and
+only where the Python path would launch through ``cuLaunchKernel`` itself
+(:class:`~.driver.PackedLaunch`): a debug build, a launch through CuPy
+(``LAYOUTGEN_LAUNCH=cupy``) and kinds of arrays without a fast reader
+(``__cuda_array_interface__``) stay on the Python path.
 
 Which path is active: :func:`launch_path` ("compiled" or "python") and
 ``python -m layoutgen.runtime``. ``LAYOUTGEN_PYTHON_LAUNCH=1`` forces the
@@ -29,29 +40,41 @@ imported the Python path is used and a RuntimeWarning says so, once.
 from __future__ import annotations
 
 import importlib
+import os
+import sys
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from .driver import PackedLaunch, stream_handle
+from . import driver
+from .driver import PackedLaunch
 from .occupancy import SharedMemoryLaunch
 from .paths import PYTHON_LAUNCH_ENV, python_launch_forced
 from .plan import KernelSpec
+from .readers import FAST_READERS, cupy_reader, torch_reader
+from .typed import Array
+from .validate import version_bump
 
 #: The extension's module name (setup.py builds it from ``runtime/_fastlaunch.c``).
 EXTENSION = "layoutgen.runtime._fastlaunch"
 
 _loaded: list[tuple[Any, str]] = []  # [(the extension or None, why not)], once imported or tried
 _warned: list[bool] = []  # [True] once the missing extension has been reported
+_torch: list[bool] = []  # [True] once the extension was given torch's calls
 
 
 def extension() -> tuple[Any, str]:
-    """The extension module, or None and why it could not be imported (tried once per process)."""
+    """The extension module, or None and why it could not be imported (tried once per process); once
+    imported, it is given what every launcher reads arrays and streams with."""
     if not _loaded:
         try:
-            _loaded.append((importlib.import_module(EXTENSION), ""))
+            module = importlib.import_module(EXTENSION)
         except ImportError as exc:  # not built (a failed optional build), or built for another Python
             _loaded.append((None, f"{EXTENSION} could not be imported ({exc})"))
+        else:
+            module.configure(FAST_READERS, cupy_reader, torch_reader, driver.stream_handle, driver._STREAM_READERS,
+                             driver._cupy_handle, driver._torch_handle, Array, Array.__dict__["data"])
+            _loaded.append((module, ""))
     return _loaded[0]
 
 
@@ -64,20 +87,27 @@ def launch_path_text() -> str:
     """One line saying which launch path is active and why: what ``python -m layoutgen.runtime`` prints."""
     module, reason = extension()
     if python_launch_forced():
+        if os.environ.get(PYTHON_LAUNCH_ENV, "").strip() == "":
+            return (f"launch path: python (the default until the compiled path has run on a GPU; "
+                    f"{PYTHON_LAUNCH_ENV}=0 turns it on)")
         return f"launch path: python ({PYTHON_LAUNCH_ENV} is set)"
     if module is None:
         return f"launch path: python ({reason})"
     return f"launch path: compiled ({module.__file__}; driver: {module.driver()})"
 
 
-def compiled_path(spec: KernelSpec, readers: Mapping[type, Any], cupy_reader: Any, torch_reader: Any) -> Any:
+def compiled_path(spec: KernelSpec, fallback: Callable[..., None], scalar_check: Callable[[int, Any], int]) -> Any:
     """The C launcher of ``spec``, or None where the launcher takes the Python path.
 
-    ``readers`` is the launcher's table of fast readers by array type; arrays
-    read by ``cupy_reader`` or ``torch_reader`` are read at C level, others
-    through their reader. None for a debug build (its checks around a launch
-    are Python), where the Python path is forced, where the extension is
-    missing (said once), and for kernels of more values than the C buffer holds.
+    ``fallback`` is the Python path, called with a call's own arguments
+    wherever the C side does not launch it; ``scalar_check(i, value)`` is
+    scalar ``i``'s Python check, asked of every value the C side does not
+    take as it is. Arrays that :data:`.readers.FAST_READERS` reads with
+    ``cupy_reader`` or ``torch_reader`` are read at C level, others through
+    their reader. None for a debug build (its checks around a launch are
+    Python, and each launch synchronizes), where the Python path is forced,
+    where the extension is missing (said once), and for kernels of more
+    values than the C buffer holds.
     """
     if spec.debug or python_launch_forced():
         return None
@@ -90,8 +120,8 @@ def compiled_path(spec: KernelSpec, readers: Mapping[type, Any], cupy_reader: An
     n_values = len(spec.params) + len(spec.scalars) + len(spec.symbols)
     if len(spec.params) > module.MAX_ARRAYS or n_values > module.MAX_VALUES:
         return None
-    return module.Launcher(spec.name, spec.params, len(spec.scalars), readers, stream_handle, cupy_reader,
-                           torch_reader)
+    scalars = tuple((s.dtype, s.finite) for s in spec.scalars)
+    return module.Launcher(spec.name, len(spec.params), scalars, fallback, scalar_check)
 
 
 def learn(fast: Any, plan: Any, arrays: Sequence[Any], readers: Mapping[type, Any]) -> None:
@@ -104,15 +134,79 @@ def learn(fast: Any, plan: Any, arrays: Sequence[Any], readers: Mapping[type, An
     base, shared = (launch._launch, launch.shared) if isinstance(launch, SharedMemoryLaunch) else (launch, 0)
     if type(base) is not PackedLaunch and extension()[0].get_hook() is None:
         return
-    signatures = []
+    signatures, pointers = [], []
     for a in arrays:
         reader = readers.get(type(a))
         if reader is None:
             return
-        signatures.append(reader(a)[0])
+        signature, pointer = reader(a)
+        signatures.append(signature)
+        pointers.append(pointer)
     checked = plan.checked
+    written = checked.written
+    if not _torch and "torch" in sys.modules:  # a torch tensor exists only once torch is imported
+        use_torch()
     try:
-        fast.add(plan.device, tuple(signatures), checked.masks, checked.pairs, checked.blocks, checked.block, shared,
-                 checked.symbols, checked.written, launch, launch.handle)
+        fast.add(plan.device, tuple(arrays), tuple(signatures), tuple(pointers), checked.masks, checked.pairs,
+                 checked.blocks, checked.block, shared, checked.symbols, written.indices if written else (), launch,
+                 launch.handle)
     except (OverflowError, ValueError, TypeError):  # a size past 64 bits: the Python path keeps this plan
         return
+
+
+def program_steps(name: str, n_buffers: int,
+                  launches: Sequence[tuple[Any, int, int, tuple[int, ...], tuple[int, ...]]]) -> Any:
+    """The compiled path's Steps of a program run's launches (each: the sized launch, blocks, threads per
+    block, the buffer each pointer parameter gets, the values after the pointers), or None where one of them
+    does not launch through ``cuLaunchKernel`` (a test's hook standing in for it), the extension is missing
+    or a value does not fit the C buffer."""
+    module = extension()[0]
+    if module is None:
+        return None
+    prepared = []
+    for launch, blocks, block, buffers, constants in launches:
+        base, shared = (launch._launch, launch.shared) if isinstance(launch, SharedMemoryLaunch) else (launch, 0)
+        if type(base) is not PackedLaunch and module.get_hook() is None:
+            return None
+        prepared.append((launch, launch.handle, blocks, block, shared, buffers, constants))
+    try:
+        return module.Steps(name, n_buffers, tuple(prepared))
+    except (OverflowError, ValueError, TypeError):  # a value past 64 bits: the Python path launches these
+        return None
+
+
+def use_torch() -> None:
+    """Give the extension torch's calls: the grad mode, the torch function mode, the version bump, the tensor
+    types read through DLPack and the DLPack dtypes more than one torch dtype exports as (once)."""
+    torch = sys.modules.get("torch")
+    module = extension()[0]
+    if torch is None or module is None or _torch:
+        return
+    _torch.append(True)
+    modes = getattr(torch._C, "_is_torch_function_mode_enabled", None)
+    # Parameter's reads dispatch to no __torch_function__ (it is torch's "disabled" one): read like a Tensor's.
+    plain = getattr(torch._C, "_disabled_torch_function_impl", None)
+    types = (torch.Tensor,) + ((torch.nn.Parameter,) if plain is not None
+                               and torch.nn.Parameter.__torch_function__ is plain else ())
+    module.use_torch(torch.is_grad_enabled, modes, version_bump(), types if modes is not None else (),
+                     _ambiguous_dtypes(torch, module))
+
+
+def _ambiguous_dtypes(torch: Any, module: Any) -> tuple[int, ...]:
+    """DLPack dtypes (code | bits << 8 | lanes << 16) that more than one torch dtype exports as: torch's
+    sub-byte integers are stored, and exported, as bytes. The C side reads ``t.dtype`` of those."""
+    seen: dict[int, set[Any]] = {}
+    for name in dir(torch):
+        dtype = getattr(torch, name)
+        if not isinstance(dtype, torch.dtype):
+            continue
+        with warnings.catch_warnings():  # "ComplexHalf support is experimental", quantized types deprecated
+            warnings.simplefilter("ignore")
+            try:
+                read = module.read(torch.empty(0, dtype=dtype))
+            except Exception:  # noqa: S112 - a dtype torch cannot allocate exports nothing
+                continue
+        if read is not None:
+            code, bits, lanes = read[4]
+            seen.setdefault(code | bits << 8 | lanes << 16, set()).add(dtype)
+    return tuple(sorted(key for key, dtypes in seen.items() if len(dtypes) > 1))

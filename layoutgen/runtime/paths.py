@@ -14,10 +14,11 @@ One place to look (FlashInfer's ``jit/env.py`` does the same):
                           ``layoutgen build`` shipped with the generated
                           package and refuse (LG626) to compile one at run
                           time; unset, empty or ``0``: they may compile
-``LAYOUTGEN_PYTHON_LAUNCH``  ``1``: launchers built from then on take the
-                          Python launch path even where the compiled one
-                          (``runtime/_fastlaunch.c``) is built; see
-                          :func:`python_launch_forced`
+``LAYOUTGEN_PYTHON_LAUNCH``  ``0``: launchers built from then on take the
+                          compiled launch path (``runtime/_fastlaunch.c``)
+                          where it is built; ``1``, or unset: the Python
+                          path (the default until the compiled path has
+                          run on a GPU); see :func:`python_launch_forced`
 ========================  ==================================================
 
 Which NVRTC runs is not a path: it is the one CuPy loads (``cupy-cuda12x``
@@ -193,7 +194,16 @@ def prebuilt_dir(module_folder: Path) -> Path:
     return module_folder / PREBUILT_DIR
 
 
+#: Whether launchers take the Python path where ``$LAYOUTGEN_PYTHON_LAUNCH`` is unset or empty. The
+#: compiled path (runtime/_fastlaunch.c) is tested against the Python path call for call, but it has not yet
+#: run on a GPU (the driver's device and stream queries, CuPy's current stream through its C API): until it
+#: has, a user opts in with ``LAYOUTGEN_PYTHON_LAUNCH=0``.
+PYTHON_LAUNCH_BY_DEFAULT = True
+
+
 def python_launch_forced() -> bool:
-    """True when ``$LAYOUTGEN_PYTHON_LAUNCH`` forces the Python launch path: set to anything but ``""`` or
-    ``"0"``. Read when a launcher is built (a generated module's, when the module is imported)."""
-    return os.environ.get(PYTHON_LAUNCH_ENV, "").strip() not in ("", "0")
+    """True when launchers built now take the Python launch path: ``$LAYOUTGEN_PYTHON_LAUNCH`` set to
+    anything but ``"0"``, or unset while :data:`PYTHON_LAUNCH_BY_DEFAULT`. Read when a launcher is built
+    (a generated module's, when the module is imported)."""
+    value = os.environ.get(PYTHON_LAUNCH_ENV, "").strip()
+    return PYTHON_LAUNCH_BY_DEFAULT if value == "" else value != "0"

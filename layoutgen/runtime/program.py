@@ -4,7 +4,11 @@ A generated module builds one :class:`ProgramRunner` per program from plain
 data (:class:`ProgramSpec`) and the launchers of its kernels. A call checks
 every buffer against its layout once (the same checks a launcher makes, so
 the same LG6xx errors) and every value against its scalar type, and then
-launches the kernels without checking again. :meth:`ProgramRunner.capture`
+launches the kernels without checking again. What a run launches (each
+kernel's blocks, shared memory and 8-byte values but the buffers' pointers)
+is prepared once per device, set of sizes and values, and kept; where the
+compiled launch path is active, one call launches every kernel in C
+(:func:`.fastpath.program_steps`). :meth:`ProgramRunner.capture`
 records the launches into a CUDA graph over the given buffers and values;
 :meth:`ProgramGraph.replay` runs them all with one call. A graph keeps the
 values it was captured with: a replay given another value is refused
@@ -22,6 +26,7 @@ from typing import Any
 from ..schema.diagnostics import Diagnostic
 from ..schema.scalars import describe_value
 from ..schema.words import plural
+from . import fastpath
 from .driver import Launch, check_stream, cupy_stream, device_arch, find_device, no_device_error
 from .errors import LaunchError, launch_error
 from .launch import KernelLauncher
@@ -71,6 +76,22 @@ class ProgramSpec:
 _Prepared = tuple[Launch, int, int, list[int]]
 
 
+@dataclass(frozen=True)
+class _Ready:
+    """A run's launches prepared for one device, set of sizes and values: each step's loaded kernel (as
+    ``launcher.function`` gave it: a new one is prepared again), its sized launch, blocks, threads per block
+    and the values after its pointers; and the compiled path's Steps of them, or None."""
+
+    functions: tuple[Launch, ...]
+    launches: tuple[tuple[Launch, int, int, tuple[int, ...]], ...]
+    steps: Any
+
+    def prepared(self, steps: Sequence[StepSpec], pointers: Sequence[int], first: int = 0) -> list[_Prepared]:
+        """The launches from step ``first`` on, with the buffers' ``pointers``."""
+        return [(launch, count, block, [*(pointers[i] for i in step.buffers), *constants])
+                for step, (launch, count, block, constants) in zip(steps[first:], self.launches[first:])]
+
+
 class ProgramRunner:
     """Runs one program: checks its buffers once a call, then launches each kernel."""
 
@@ -87,6 +108,7 @@ class ProgramRunner:
             KernelSpec(spec.name, "", params, symbols=(), grid_param=0, per_row=1, block=1), Path(), ""
         )
         self._distinct: tuple[object, ...] = ()  # the last pointers and sizes found not to overlap
+        self._ready: dict[tuple[Any, ...], _Ready] = {}  # (device, sizes, values) -> the launches prepared
 
     def prepare(self, arrays: Sequence[Any], device: int | None = None, stream: Any = None,
                 values: Sequence[Any] = ()) -> list[_Prepared]:
@@ -97,7 +119,9 @@ class ProgramRunner:
         torch tensors, the stream); LG615 when there is no device after all.
         """
         slots = self.value_slots(tuple(values))
-        return self._prepare(tuple(arrays), slots, find_device() if device is None else device, stream)[1]
+        _, ready, pointers = self._prepare(tuple(arrays), slots, find_device() if device is None else device,
+                                           stream)
+        return ready.prepared(self.spec.steps, pointers)
 
     def value_slots(self, values: tuple[Any, ...]) -> dict[str, int]:
         """The 8-byte launch value of each program value, by name: LG601 for a wrong count, LG620..LG622 for a
@@ -114,13 +138,16 @@ class ProgramRunner:
         return arguments[:n], self.value_slots(arguments[n:])
 
     def _prepare(self, arrays: tuple[Any, ...], slots: dict[str, int], device: int | None,
-                 stream: Any) -> tuple[int, list[_Prepared]]:
+                 stream: Any) -> tuple[int, _Ready, list[int]]:
         pointers, bound = self._buffers.bind(arrays, device)
-        placed = (*pointers, *sorted(bound.items()))
+        sizes = tuple(sorted(bound.items()))
+        placed = (*pointers, *sizes)
         if placed != self._distinct:  # new addresses or new sizes: the spans may meet now
             self._check_distinct(pointers, bound)
             self._distinct = placed
-        blocks = [launcher.blocks(bound) for launcher in self._launchers]  # LG617 before anything runs
+        key = (device, sizes, tuple(slots.values()))
+        ready = self._ready.get(key)
+        blocks = [launcher.blocks(bound) for launcher in self._launchers] if ready is None else []  # LG617 first
         params = self._buffers.spec.params
         written = TorchWrites.of(params, arrays)
         if written is not None:
@@ -129,15 +156,32 @@ class ProgramRunner:
         if device is None:
             raise no_device_error(f"program `{self.spec.name}`")
         arch = device_arch(device)
-        prepared = []
-        for step, launcher, count in zip(self.spec.steps, self._launchers, blocks):
+        functions = tuple(launcher.function(device, arch) for launcher in self._launchers)
+        if ready is None or any(f is not g for f, g in zip(functions, ready.functions)):
+            if not blocks:
+                blocks = [launcher.blocks(bound) for launcher in self._launchers]
+            ready = self._ready_for(functions, blocks, bound, slots, device)
+            if len(self._ready) >= 64:  # many sizes or values: start over rather than grow
+                self._ready.clear()
+            self._ready[key] = ready
+        return device, ready, pointers
+
+    def _ready_for(self, functions: tuple[Launch, ...], blocks: list[int], bound: dict[str, int],
+                   slots: dict[str, int], device: int) -> _Ready:
+        """Each step's launch sized (each kernel's shared memory and a persistent grid's blocks, LG624 and
+        LG625 before anything runs) with the values after its pointers."""
+        launches = []
+        for step, launcher, function, count in zip(self.spec.steps, self._launchers, functions, blocks):
             kernel = launcher.spec
             scalars = [slots[given] if isinstance(given, str) else given for given in step.scalars]
-            values = [pointers[i] for i in step.buffers] + scalars + [bound[s] for s in kernel.symbols]
-            # Each kernel's shared memory and a persistent grid's blocks, before anything runs (LG624, LG625).
-            function, count = size_launch(kernel, launcher.function(device, arch), device, count, bound)
-            prepared.append((function, count, kernel.block, values))
-        return device, prepared
+            sized, count = size_launch(kernel, function, device, count, bound)
+            launches.append((sized, count, kernel.block, (*scalars, *(bound[s] for s in kernel.symbols))))
+        compiled = all(launcher._fast is not None for launcher in self._launchers)  # none is a debug build
+        steps = fastpath.program_steps(self.spec.name, len(self.spec.buffers),
+                                       [(sized, count, block, step.buffers, constants)
+                                        for step, (sized, count, block, constants) in zip(self.spec.steps, launches)]
+                                       ) if compiled else None
+        return _Ready(functions, tuple(launches), steps)
 
     def _check_distinct(self, pointers: list[int], bound: dict[str, int]) -> None:
         """LG613 when two buffers share memory: the dataflow checks assumed they do not."""
@@ -162,9 +206,13 @@ class ProgramRunner:
         """
         device = find_device()
         arrays, slots = self._split(arguments)
-        device, prepared = self._prepare(arrays, slots, device, stream)
+        device, ready, pointers = self._prepare(arrays, slots, device, stream)
         try:
-            for (function, blocks, block, values), launcher in zip(prepared, self._launchers):
+            # The compiled path launches every step it can, in order; the Python path launches the rest (and
+            # reports why the compiled one stopped: LG609 for a launch the driver refused).
+            done = 0 if ready.steps is None else ready.steps.launch(tuple(pointers), stream)
+            rest = ready.prepared(self.spec.steps, pointers, done) if done < len(ready.launches) else []
+            for (function, blocks, block, values), launcher in zip(rest, self._launchers[done:]):
                 if not blocks:
                     continue
                 if launcher.spec.debug:
@@ -189,7 +237,8 @@ class ProgramRunner:
         import cupy
 
         arrays, slots = self._split(arguments)
-        prepared = self._prepare(arrays, slots, find_device(), None)[1]  # checked, every kernel loaded, first
+        _, ready, pointers = self._prepare(arrays, slots, find_device(), None)  # checked, every kernel loaded, first
+        prepared = ready.prepared(self.spec.steps, pointers)
         capture_stream = cupy.cuda.Stream(non_blocking=True)
         capture_stream.begin_capture()
         try:

@@ -88,6 +88,7 @@ CODES: dict[str, Code] = _registry(
     Code("LG224", "source-entry-not-found", _E, "a SourceKernel's file is missing, or defines no usable `__device__` entry function"),
     Code("LG225", "entry-arity-mismatch", _E, "a SourceKernel's entry takes another number of parameters than the kernel declares"),
     Code("LG226", "entry-type-mismatch", _E, "a parameter of a SourceKernel's entry is not the type of the view or scalar bound to it"),
+    Code("LG227", "warp-tile-needs-whole-warps", _E, "a shared tile scoped to a warp is declared in a grid whose warps may lose lanes"),
     # LG3xx: a program's launches disagree about who writes and reads what.
     Code("LG301", "read-before-write", _E, "a launch reads columns that no earlier launch wrote and no input provides"),
     Code("LG302", "overlapping-writers", _E, "two writes cover the same columns of one buffer without `overwrites=`"),
@@ -102,6 +103,7 @@ CODES: dict[str, Code] = _registry(
     Code("LG404", "unused-suppression", _W, "a `// layoutgen: ignore` comment in a template suppresses nothing"),
     Code("LG405", "column-out-of-range", _E, "a constant index of a field's own axis in a kernel template is negative or past its width"),
     Code("LG406", "barrier-after-return", _W, "a kernel template calls __syncthreads() in a grid that returns threads before the body"),
+    Code("LG407", "barrier-in-warp-loop", _W, "a kernel template calls __syncthreads() in the loop over the tiles of Grid.persistent_warps"),
     # LG5xx: compile and drift.
     Code("LG501", "compile-error", _E, "NVRTC rejected a generated kernel"),
     Code("LG502", "stale-generated", _E, "committed generated code differs from what the spec generates"),

@@ -7,6 +7,9 @@ touch are checked to still hold their poison.
 
 from __future__ import annotations
 
+import tempfile
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -90,13 +93,14 @@ def test_variable_selection_bwd_accumulates(vsn, rng) -> None:  # type: ignore[n
     assert ref.relative_error(grad_b.get() - grad_b0, want_b) < 1e-4
 
 
-# The tiled kernels own 128 rows a block: a last tile of 1 row, of 127 (R - 1), and a grid of one
-# tile, with [B, K] such that B * K is 129, 255 and 100; and many tiles per resident block (bwd).
-TILE_SHAPES = [(1, 129), (3, 85), (4, 25), (64, 515)]
+# The kernels' warps own tiles of 32 rows (4 warps a block, as many blocks as stay resident): a last tile of 1
+# row, of 31 (R - 1), and fewer tiles than warps, with [B, K] such that B * K is 129, 255 and 100; and many
+# tiles per warp (every stage of the forward's ring, many rounds of the backward's sums).
+TILE_SHAPES = [(1, 129), (3, 85), (4, 25), (64, 515), (4096, 512)]
 
 
 @pytest.mark.parametrize(("b_", "k_"), TILE_SHAPES)
-def test_tiled_forward_covers_every_tail(vsn, rng, b_: int, k_: int) -> None:  # type: ignore[no-untyped-def]
+def test_the_forward_covers_every_tail(vsn, rng, b_: int, k_: int) -> None:  # type: ignore[no-untyped-def]
     window = rng.normal(size=(b_, k_, 56))
     window[..., ref.CONTEXT] *= 50.0
     w, b = rng.normal(size=(40, 40)) * 0.3, rng.normal(size=40)
@@ -108,7 +112,7 @@ def test_tiled_forward_covers_every_tail(vsn, rng, b_: int, k_: int) -> None:  #
 
 
 @pytest.mark.parametrize(("b_", "k_"), TILE_SHAPES)
-def test_persistent_backward_covers_every_tail(vsn, rng, b_: int, k_: int) -> None:  # type: ignore[no-untyped-def]
+def test_the_backward_covers_every_tail(vsn, rng, b_: int, k_: int) -> None:  # type: ignore[no-untyped-def]
     window = rng.normal(size=(b_, k_, 56))
     w, b = rng.normal(size=(40, 40)) * 0.3, rng.normal(size=40)
     gates, _ = ref.vsn_forward(window[..., ref.SNAP], w, b)
@@ -160,3 +164,55 @@ def test_jax_inputs(vsn, rng) -> None:  # type: ignore[no-untyped-def]
     want_gates, want_y = ref.vsn_forward(window[..., ref.SNAP], w, b)
     assert ref.relative_error(gates.get(), want_gates) < TOL
     assert ref.relative_error(y.get(), want_y) < TOL
+
+
+def _by_hand(name: str):  # type: ignore[no-untyped-def]
+    """The kernel by hand (benchmarks/roofline), compiled as bench_roofline.py compiles it."""
+    import cupy
+
+    from layoutgen.runtime.nvrtc import CompileRequest, compile_cubin
+    from tests.gpu.test_program_gpu import REPO
+
+    arch = f"sm_{cupy.cuda.Device().compute_capability}"
+    source = (REPO / "benchmarks" / "roofline" / f"{name}.cu").read_text()
+    result = compile_cubin(CompileRequest(source=source, name=f"{name}.cu", arch=arch,
+                                          include_dirs=(str(REPO / "examples" / "vsn" / "include"),)))
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / f"{name}.cubin"
+        path.write_bytes(result.cubin)
+        return cupy.RawModule(path=str(path)).get_function(name)
+
+
+def test_the_generated_kernels_equal_the_kernels_by_hand_bit_for_bit(vsn, rng) -> None:  # type: ignore[no-untyped-def]
+    """The same algorithm with literal strides (benchmarks/roofline/vsn_*_hand.cu) on the same launch shape: the
+    same gates, y and grad_x bits (grad_W and grad_b are sums of atomics, compared with float64 only)."""
+    import cupy
+
+    b_, k_ = 64, 515
+    window, w, b = rng.normal(size=(b_, k_, 56)), rng.normal(size=(40, 40)) * 0.3, rng.normal(size=40)
+    grad_y = _device(rng.normal(size=(b_, k_, 40)))
+    args = [_device(window), _device(w), _device(b)]
+    gates, y = _poisoned(b_, k_, 40), _poisoned(b_, k_, 40)
+    vsn.variable_selection_fwd(*args, gates, y)
+    grad_x, grad_w, grad_b = _poisoned(b_, k_, 40), _device(np.zeros((40, 40))), _device(np.zeros(40))
+    vsn.variable_selection_bwd(args[0], args[1], gates, grad_y, grad_x, grad_w, grad_b)
+    n = np.int64
+    sms = cupy.cuda.Device().attributes["MultiProcessorCount"]
+    tiles = (b_ * k_ + 31) // 32
+    tile = 32 * 44 * 4
+    for name, smem in (("vsn_fwd_hand", 4 * 4 * tile), ("vsn_bwd_hand", 4 * 3 * tile + (4 * 40 * 40 + 4 * 40) * 4)):
+        kernel = _by_hand(name)
+        kernel.max_dynamic_shared_size_bytes = smem
+        per_sm = cupy.cuda.driver.occupancyMaxActiveBlocksPerMultiprocessor(kernel.kernel.ptr, 128, smem)
+        blocks = min(per_sm * sms, (tiles + 3) // 4)
+        if name == "vsn_fwd_hand":
+            hand_gates, hand_y = _poisoned(b_, k_, 40), _poisoned(b_, k_, 40)
+            kernel((blocks,), (128,), (*args, hand_gates, hand_y, n(b_), n(k_)), shared_mem=smem)
+            assert bool(cupy.array_equal(hand_gates, gates)) and bool(cupy.array_equal(hand_y, y))
+        else:
+            hand_x, hand_w, hand_b = _poisoned(b_, k_, 40), _device(np.zeros((40, 40))), _device(np.zeros(40))
+            kernel((blocks,), (128,), (args[0], args[1], gates, grad_y, hand_x, hand_w, hand_b, n(b_), n(k_)),
+                   shared_mem=smem)
+            assert bool(cupy.array_equal(hand_x, grad_x))
+            _, want_w, want_b = ref.vsn_backward(window[..., ref.SNAP], w, gates.get(), grad_y.get())
+            assert ref.relative_error(hand_w.get(), want_w) < 1e-4 and ref.relative_error(hand_b.get(), want_b) < 1e-4

@@ -1,0 +1,10 @@
+// Grid.tiles: a block of 32 threads a tile of 128 rows, 4 rows a thread; W, b, x in one cp.async round trip.
+// Same arguments as vsn_fwd_hand (benchmarks/roofline/vsn_fwd_hand.cu); see fwd_rows.cuh for the algorithm.
+#include "fwd_rows.cuh"
+
+extern "C" __global__ void __launch_bounds__(32) vsn_fwd_r4_tiles(
+    const float* __restrict__ window, const float* __restrict__ W, const float* __restrict__ b,
+    float* __restrict__ gates, float* __restrict__ y, long long B, long long K)
+{
+    vsn_variants::fwd_rows<4, 32, 1>(window, W, b, gates, y, B, K);
+}

@@ -1,0 +1,221 @@
+"""The compiled launch path on a real device: the driver's current context, CuPy's current stream, CuPy's
+fields and torch's DLPack reads, and every refusal handed to the Python path, which refuses it as it does alone.
+
+Each case runs one launcher of `variable_selection_fwd` per path (the compiled
+one and one built with ``LAYOUTGEN_PYTHON_LAUNCH=1``) after the same good
+launch planned it; outputs are poisoned with NaN first, so a refusal that let
+a kernel run shows.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import numpy as np
+import pytest
+
+from layoutgen.runtime import fastpath
+from layoutgen.runtime.launch import KernelLauncher, LaunchError
+from layoutgen.runtime.paths import PYTHON_LAUNCH_ENV
+
+pytestmark = pytest.mark.gpu
+B, K = 5, 7
+EXT = fastpath.extension()[0]
+
+
+@pytest.fixture
+def paths(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, KernelLauncher]]:
+    """A launcher of variable_selection_fwd on each path."""
+    import generated.vsn as vsn
+
+    assert EXT is not None, fastpath.extension()[1]
+    fwd = vsn._lg_kernel_variable_selection_fwd
+    made = {}
+    for path in ("python", "compiled"):
+        if path == "python":
+            monkeypatch.setenv(PYTHON_LAUNCH_ENV, "1")
+        else:
+            monkeypatch.setenv(PYTHON_LAUNCH_ENV, "0")
+        made[path] = KernelLauncher(fwd.spec, fwd.folder, fwd.header)
+    assert made["python"]._fast is None and made["compiled"]._fast is not None
+    yield made
+
+
+def good() -> dict[str, Any]:
+    import cupy
+
+    rng = cupy.random.default_rng(7)
+    return {"x": rng.standard_normal((B, K, 56), dtype=cupy.float32),
+            "W": rng.standard_normal((40, 40), dtype=cupy.float32) * 0.3,
+            "b": rng.standard_normal(40, dtype=cupy.float32),
+            "gates": cupy.full((B, K, 40), cupy.nan, cupy.float32), "y": cupy.full((B, K, 40), cupy.nan, cupy.float32)}
+
+
+def outcome(call: Callable[[], None]) -> tuple[str, str] | None:
+    try:
+        call()
+    except LaunchError as exc:
+        return exc.code, str(exc)
+    return None
+
+
+def test_the_compiled_path_is_on_with_the_driver_and_cupys_stream_function() -> None:
+    assert EXT is not None and EXT.driver() == "libcuda loaded"
+    assert EXT.current_stream() == "cupy_backends.cuda.stream.get_current_stream_ptr"
+
+
+def test_a_valid_launch_runs_in_c_and_writes_what_the_python_path_writes(paths: dict[str, KernelLauncher]) -> None:
+    import cupy
+
+    results = {}
+    for path, k in paths.items():
+        args = good()
+        for _ in range(3):
+            k(*args.values())
+        cupy.cuda.runtime.deviceSynchronize()
+        results[path] = (cupy.asnumpy(args["gates"]), cupy.asnumpy(args["y"]))
+    fast = paths["compiled"]._fast
+    assert fast.hits == 2 and fast.handovers == 1 and EXT.kinds()[cupy.ndarray] == "fields"
+    for a, b in zip(results["python"], results["compiled"]):
+        np.testing.assert_array_equal(a, b)
+        assert not np.isnan(a).any()
+
+
+def _bad(name: str) -> dict[str, Any]:
+    import cupy
+
+    args = good()
+    if name == "LG601":
+        args["x"] = args["x"][..., :40].copy()
+    elif name == "LG602":
+        args["W"] = args["W"].astype("float64")
+    elif name == "LG603":
+        args["y"] = cupy.full((B + 1, K, 40), cupy.nan, cupy.float32)
+    elif name == "LG604":
+        args["W"] = args["W"].T
+    elif name == "LG606":
+        raw = cupy.cuda.alloc(40 * 4 + 16)
+        args["b"] = cupy.ndarray((40,), cupy.float32, cupy.cuda.MemoryPointer(raw.mem, 4))
+    elif name == "LG608":
+        args["b"] = np.zeros(40, np.float32)
+    elif name == "LG614":
+        args["y"] = args["gates"]
+    elif name == "LG616":
+        args["stream"] = 0
+    return args
+
+
+@pytest.mark.parametrize("code", ["LG601", "LG602", "LG603", "LG604", "LG606", "LG608", "LG614", "LG616"])
+def test_every_refusal_goes_through_the_real_driver_on_both_paths_alike(paths: dict[str, KernelLauncher],
+                                                                         code: str) -> None:
+    import cupy
+
+    results = {}
+    for path, k in paths.items():
+        k(*good().values())  # planned (and taught)
+        bad = _bad(code)
+        stream = bad.pop("stream", None)
+        if path == "compiled":
+            assert k._fast.attempt(*bad.values(), stream=stream) is False
+        results[path] = outcome(lambda: k(*bad.values(), stream=stream))
+        cupy.cuda.runtime.deviceSynchronize()
+        for name in ("gates", "y"):  # nothing ran
+            if isinstance(bad[name], cupy.ndarray) and bad[name].size:
+                assert bool(cupy.isnan(bad[name]).all())
+    assert results["python"] is not None and results["python"][0] == code
+    assert results["compiled"] == results["python"]
+
+
+def test_a_launch_follows_cupys_current_stream_into_a_graph_capture(paths: dict[str, KernelLauncher]) -> None:
+    import cupy
+
+    for k in paths.values():
+        args = good()
+        k(*args.values())
+        args = good()
+        stream = cupy.cuda.Stream(non_blocking=True)
+        with stream:  # the current stream: a launch on any other would break the capture
+            stream.begin_capture()
+            k(*args.values())
+            graph = stream.end_capture()
+        stream.synchronize()
+        assert bool(cupy.isnan(args["y"]).all())  # captured, not run
+        graph.launch(stream)
+        stream.synchronize()
+        assert not bool(cupy.isnan(args["y"]).any())
+    assert paths["compiled"]._fast.hits == 1
+
+
+def test_a_thread_with_no_current_context_is_handed_to_the_python_path(paths: dict[str, KernelLauncher]) -> None:
+    """A new thread has no current context until CUDA makes one: the compiled path launches nothing there, and
+    the call does on both paths whatever the Python path does."""
+    results = {}
+    for path, k in paths.items():
+        k(*good().values())
+        arrays = good()
+        got: list[Any] = []
+
+        def launch() -> None:
+            try:
+                got.append(outcome(lambda: k(*arrays.values())))
+            except Exception as exc:  # noqa: BLE001 - whatever the Python path does there, both must do
+                got.append((type(exc).__name__, str(exc)))
+
+        handovers = k._fast.handovers if k._fast is not None else 0
+        thread = threading.Thread(target=launch)
+        thread.start()
+        thread.join()
+        results[path] = got
+        if k._fast is not None:
+            assert k._fast.handovers == handovers + 1
+    assert results["compiled"] == results["python"]
+
+
+def test_torch_tensors_are_read_through_dlpack_and_refused_as_the_python_path_refuses(
+        paths: dict[str, KernelLauncher]) -> None:
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("torch sees no GPU")
+
+    def tensors() -> list[Any]:
+        g = torch.Generator(device="cuda").manual_seed(3)
+        return [torch.randn(B, K, 56, device="cuda", generator=g), torch.randn(40, 40, device="cuda", generator=g),
+                torch.randn(40, device="cuda", generator=g), torch.full((B, K, 40), torch.nan, device="cuda"),
+                torch.full((B, K, 40), torch.nan, device="cuda")]
+
+    results = {}
+    for path, k in paths.items():
+        t = tensors()
+        k(*t)
+        k(*t)
+        neg = outcome(lambda: k(torch._neg_view(t[0]), *t[1:]))
+        grad = outcome(lambda: k(*t[:4], torch.zeros(B, K, 40, device="cuda", requires_grad=True)))
+        torch.cuda.synchronize()
+        results[path] = (neg, grad, [x._version for x in t], t[4].cpu())
+    neg, grad = results["python"][:2]
+    assert neg is not None and neg[0] == "LG608" and grad is not None and grad[0] == "LG618"
+    assert results["compiled"][:3] == results["python"][:3] and results["python"][2] == [0, 0, 0, 2, 2]
+    assert torch.equal(results["compiled"][3], results["python"][3])
+    if hasattr(torch.Tensor, "__dlpack_c_exchange_api__"):
+        assert EXT.kinds()[torch.Tensor] == "dlpack"
+    assert paths["compiled"]._fast.hits >= 1
+
+
+def test_a_program_launches_its_steps_through_one_compiled_call() -> None:
+    import cupy
+
+    import generated.vsn as vsn
+    from tests.gpu.test_program_gpu import LR, _buffers, _inputs
+
+    runner = vsn._lg_program_vsn_step
+    assert all(k._fast is not None for k in runner._launchers)
+    inputs = _inputs(np.random.default_rng(5))
+    first, second = _buffers(inputs), _buffers(inputs)
+    vsn.vsn_step(**first, lr=LR)
+    vsn.vsn_step(**second, lr=LR)  # the launches prepared for the first run, with the second's pointers
+    cupy.cuda.runtime.deviceSynchronize()
+    assert [r.steps is not None for r in runner._ready.values()] == [True]
+    for name in ("window", "gates", "y", "grad_y", "grad_x"):
+        assert np.array_equal(first[name].get(), second[name].get()), name
