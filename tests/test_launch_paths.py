@@ -255,8 +255,10 @@ def test_without_libcuda_the_compiled_path_hands_over_to_the_drivers_launch(devi
 def torch_tensors() -> list[Any]:
     torch = pytest.importorskip("torch")
     t = torch.arange(24, dtype=torch.float32).reshape(2, 3, 4)
+    odd = torch.zeros(100)  # strides of size-1 and empty dims as given: a DLPack export must not normalise them
     return [t, t.transpose(0, 2), t[:, 1:], t.to(torch.bfloat16), torch.nn.Parameter(t.clone()),
-            torch.zeros(0, 5, dtype=torch.int64), torch.ones(()), t.to(torch.uint8), t > 3]
+            torch.zeros(0, 5, dtype=torch.int64), torch.ones(()), t.to(torch.uint8), t > 3,
+            odd.as_strided((3, 1, 4), (4, 999, 1)), odd.as_strided((2, 0), (9, 9)), odd.as_strided((1,), (5,))]
 
 
 def test_torch_tensors_are_read_through_dlpack_as_the_python_reader_reads_them() -> None:

@@ -19,14 +19,22 @@
  *
  * Program runners launch their prepared steps through a Steps object (one call for all the launches).
  *
- * libcuda is loaded at run time (dlopen/dlsym); no CUDA header or library is needed to build this, only a
- * C compiler and Python's headers. The GIL is held throughout, the driver call included (releasing and
- * taking it back costs more than the call saves a launch-bound thread).
+ * libcuda is loaded at run time (dlopen, then cuGetProcAddress as cuda.bindings resolves its entry points);
+ * no CUDA header or library is needed to build this, only a C compiler and Python's headers. The GIL is held
+ * throughout but for cuLaunchKernel, which may wait: for room in a full stream queue, or (CUDA_LAUNCH_BLOCKING=1)
+ * for the kernels before it, behind which a host function may be waiting for the GIL (CuPy's
+ * Stream.launch_host_func runs Python). cuda.bindings releases it there too.
+ *
+ * Python code runs inside a call (readers, a stream's __cuda_stream__, torch, the finalizers of what a plan
+ * lets go, and any thread those let run): so a Launcher is initialised once, a plan is swapped in whole before
+ * the one it replaces is let go, and what a call needs of a plan is copied before Python code can run. A
+ * read's error hands the call over; an exception that is no Exception (KeyboardInterrupt) is the call's own.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <structmember.h>  /* PyMemberDef (Python 3.11) */
 #include <dlfcn.h>
+#include <limits.h>
 #include <stddef.h>
 #include <math.h>
 #include <stdint.h>
@@ -44,20 +52,32 @@ typedef CUresult (*LaunchKernelFn)(CUfunction, unsigned, unsigned, unsigned, uns
                                    unsigned, CUstream, void **, void **);
 typedef CUresult (*CtxGetCurrentFn)(CUcontext *);
 typedef CUresult (*CtxGetDeviceFn)(CUdevice *);
+typedef CUresult (*GetProcAddressFn)(const char *, void **, int, uint64_t, int *);  /* cuGetProcAddress_v2 */
+typedef CUresult (*GetProcAddressV1Fn)(const char *, void **, int, uint64_t);      /* cuGetProcAddress */
 
 #define MAX_ARRAYS 32   /* arrays of a kernel the compiled path takes; more: the Python path */
 #define MAX_VALUES 128  /* 8-byte launch values (pointers, scalars, symbols) */
 #define MAX_PLANS 8     /* plans kept per kernel; the Python path keeps 256 and teaches this one on a miss */
-#define MAX_DIMS 8      /* ranks read at C level; an array of more dims is read as its Python signature */
+#define MAX_DIMS 8      /* ranks read at C level; an array of more dims is read through its attributes */
 #define MAX_KINDS 16    /* kinds of arrays (Python types) read at C level */
 #define STREAM_PER_THREAD 2  /* cudaStreamPerThread: where CuPy's current-stream pointer is ambiguous */
+/* cuda.bindings resolves every driver entry point with this flag where the variable is set (to anything:
+ * os.getenv's truth), else with CU_GET_PROC_ADDRESS_DEFAULT: stream handle 0 is then the per-thread default
+ * stream, else the legacy one. The Python path's PackedLaunch launches through cuda.bindings, so this does. */
+#define PTDS_ENV "CUDA_PYTHON_CUDA_PER_THREAD_DEFAULT_STREAM"
+#define CU_GET_PROC_ADDRESS_DEFAULT 0
+#define CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM 2
 
 static LaunchKernelFn launch_kernel = NULL;
 static CtxGetCurrentFn ctx_get_current = NULL;
 static CtxGetDeviceFn ctx_get_device = NULL;
 static int driver_tried = 0;
+static int per_thread_stream = 0;  /* the entry points are the per-thread default stream's */
 static char driver_error[256] = "not loaded yet";
 
+/* The entry points cuda.bindings (13.x) takes: the same names, CUDA versions and flags, so that both paths
+ * call the very same functions. Where the driver has no cuGetProcAddress (before CUDA 11.3), the plain
+ * symbols, which are those versions, and cuLaunchKernel_ptsz for the per-thread default stream. */
 static int load_driver(void) {
     if (driver_tried)
         return launch_kernel != NULL && ctx_get_current != NULL && ctx_get_device != NULL;
@@ -69,12 +89,29 @@ static int load_driver(void) {
         snprintf(driver_error, sizeof driver_error, "dlopen(libcuda.so.1): %s", dlerror());
         return 0;
     }
+    const char *ptds = getenv(PTDS_ENV);
+    per_thread_stream = ptds != NULL && ptds[0] != 0;
+    uint64_t flags = per_thread_stream ? CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM : CU_GET_PROC_ADDRESS_DEFAULT;
+    GetProcAddressFn get_v2 = (GetProcAddressFn)dlsym(lib, "cuGetProcAddress_v2");
+    GetProcAddressV1Fn get_v1 = get_v2 ? NULL : (GetProcAddressV1Fn)dlsym(lib, "cuGetProcAddress");
     const char *names[] = {"cuLaunchKernel", "cuCtxGetCurrent", "cuCtxGetDevice"};
+    const char *symbols[] = {per_thread_stream ? "cuLaunchKernel_ptsz" : "cuLaunchKernel", "cuCtxGetCurrent",
+                             "cuCtxGetDevice"};
+    const int versions[] = {4000, 4000, 2000};
     void *found[3];
     for (int k = 0; k < 3; k++) {
-        found[k] = dlsym(lib, names[k]);
-        if (found[k] == NULL) {
-            snprintf(driver_error, sizeof driver_error, "dlsym(%s): %s", names[k], dlerror());
+        found[k] = NULL;
+        CUresult got = 0;
+        if (get_v2 != NULL)
+            got = get_v2(names[k], &found[k], versions[k], flags, NULL);
+        else if (get_v1 != NULL)
+            got = get_v1(names[k], &found[k], versions[k], flags);
+        else
+            found[k] = dlsym(lib, symbols[k]);
+        if (got != 0 || found[k] == NULL) {
+            const char *why = get_v2 || get_v1 ? "not found by cuGetProcAddress" : dlerror();
+            snprintf(driver_error, sizeof driver_error, "%s (CUDA %d): %s (%d)", names[k], versions[k],
+                     why ? why : "not found", got);
             return 0;
         }
     }
@@ -113,12 +150,33 @@ static PyObject *s_data, *s_ptr, *s_device_id, *s_shape, *s_strides, *s_dtype, *
     *s_device, *s_is_neg, *s_requires_grad, *s_stream, *s_cuda_stream, *s_type, *s_index, *s_cuda, *s_cpu,
     *s_exchange;
 
+/* A read that failed: its error is cleared (the Python path runs the call, and raises what it raises), unless
+ * it is no Exception (KeyboardInterrupt, SystemExit), which stays set: it is the call's. 1: cleared (or none).
+ * Every caller calls nothing more of Python's once an error stays set, and fails the call with it. */
+static int swallow(void) {
+    PyObject *error = PyErr_Occurred();
+    if (error != NULL && !PyErr_GivenExceptionMatches(error, PyExc_Exception))
+        return 0;
+    PyErr_Clear();
+    return 1;
+}
+
+/* `callable()`, held while it runs: a module-wide callable (a hook, torch's) may be replaced meanwhile. */
+static PyObject *call_held(PyObject *callable, PyObject *arg) {
+    Py_INCREF(callable);
+    PyObject *got = arg == NULL ? PyObject_CallNoArgs(callable) : PyObject_CallOneArg(callable, arg);
+    Py_DECREF(callable);
+    return got;
+}
+
 /* ---------------------------------------------------------------------------------------------------------
  * CuPy arrays: their fields, as cupy/_core/core.pxd and cupy/cuda/memory.pxd declare them (CuPy 13, 14).
  * Cython lays a cdef class out as PyObject_HEAD, its vtable pointer, then the fields in declaration order.
  * Reading them costs nothing; `a.shape` and `a.strides` each build a tuple (~50 ns). The layout is not
- * taken on trust: a type is read this way only once one of its arrays, read through its attributes, was
- * found to hold exactly these values here (register_cupy), and each call checks the pointer's type.
+ * taken on trust: a type is read this way only where its attributes are CuPy's own descriptors (no Python
+ * class redefines them: reading one reads the field) and once one of its arrays, read through its
+ * attributes, was found to hold exactly these values here (register_cupy); each call checks the pointer's
+ * type, and each plan's fields are those its arrays' attributes gave (plan_arg).
  */
 typedef struct {
     Py_ssize_t *begin, *end, *capacity;  /* std::vector<Py_ssize_t> (libstdc++ and libc++) */
@@ -150,6 +208,7 @@ typedef intptr_t (*CurrentStreamFn)(void);
 static CurrentStreamFn current_stream = NULL;
 static int current_stream_tried = 0;
 
+/* Found once; an exception that stays set (an interrupted import) leaves it to be looked for again. */
 static void load_current_stream(void) {
     current_stream_tried = 1;
     PyObject *module = PyImport_ImportModule("cupy_backends.cuda.stream");
@@ -162,7 +221,23 @@ static void load_current_stream(void) {
     }
     Py_XDECREF(api);
     Py_XDECREF(module);
-    PyErr_Clear();
+    if (!swallow())
+        current_stream_tried = 0;
+}
+
+/* Whether reading attribute `name` of a `type` instance reads what a C-defined (static) type's descriptor
+ * gives: no Python class in its MRO redefines it, and the type looks attributes up as that one does (no
+ * __getattribute__ or __getattr__ of a subclass). */
+static int reads_descriptor(PyTypeObject *type, PyObject *name) {
+    PyObject *d = PyObject_GetAttr((PyObject *)type, name);
+    int ok = d != NULL && (Py_IS_TYPE(d, &PyGetSetDescr_Type) || Py_IS_TYPE(d, &PyMemberDescr_Type));
+    if (ok) {
+        PyTypeObject *owner = PyDescr_TYPE(d);
+        ok = !(owner->tp_flags & Py_TPFLAGS_HEAPTYPE) && PyType_IsSubtype(type, owner)
+             && type->tp_getattro == owner->tp_getattro;
+    }
+    Py_XDECREF(d);
+    return ok;
 }
 
 /* ---------------------------------------------------------------------------------------------------------
@@ -208,7 +283,7 @@ static DLTensorFromPyObjectFn exchange_api(PyTypeObject *type) {
             }
     }
     Py_XDECREF(capsule);  /* the table lives as long as the process (dlpack.h); the capsule is held by the type */
-    PyErr_Clear();
+    swallow();  /* what stays set fails the caller */
     return fn;
 }
 
@@ -217,9 +292,10 @@ static DLTensorFromPyObjectFn exchange_api(PyTypeObject *type) {
  */
 enum {
     MODE_CUPY_FIELDS,  /* a CuPy array's struct fields */
-    MODE_CUPY_ATTRS,   /* a CuPy array's attributes (a layout not confirmed, or many dims) */
+    MODE_CUPY_ATTRS,   /* a CuPy array's attributes (a layout not confirmed; many dims, another pointer type) */
     MODE_DLPACK,       /* a torch tensor through DLPack, is_neg() besides */
-    MODE_TORCH_ATTRS,  /* a torch tensor's methods and attributes (a subclass that may dispatch, a mode) */
+    MODE_TORCH_ATTRS,  /* a torch tensor's methods and attributes (a subclass that may dispatch, a mode, a
+                        * tensor DLPack does not export as read here) */
     MODE_READER,       /* any other kind with a Python fast reader: reader(a) -> (signature, pointer) */
 };
 
@@ -309,7 +385,7 @@ static int read_dlpack(PyObject *t, const Kind *kind, Read *r) {
     DLTensor d;
     memset(&d, 0, sizeof d);
     if (kind->from((void *)t, &d) != 0) {
-        PyErr_Clear();
+        swallow();
         return 0;
     }
     if (d.ndim < 0 || d.ndim > MAX_DIMS || (d.ndim && (d.shape == NULL || d.strides == NULL)))
@@ -335,27 +411,39 @@ static int read_dlpack(PyObject *t, const Kind *kind, Read *r) {
         goto fail;
     return 1;
 fail:
-    PyErr_Clear();
+    swallow();
     return 0;
 }
 
-/* Read one argument in `mode` as launch.py's readers read it; 0 where it cannot be (an error is cleared). */
+/* Read one argument in `mode` as launch.py's readers read it; 0 where it cannot be (an error is cleared, but
+ * for one that stays set). Where a C-level read does not apply to this array (more dims than read here,
+ * another MemoryPointer type, a tensor DLPack does not export as read here), its attributes are read, as the
+ * Python reader reads them. */
 static int read_array(PyObject *a, int mode, const Kind *kind, PyObject *reader, Read *r) {
     r->type = Py_TYPE(a);
     r->mode = mode;
-    if (mode == MODE_CUPY_FIELDS)
-        return read_cupy_fields(a, kind, r);
-    if (mode == MODE_DLPACK)
-        return read_dlpack(a, kind, r);
+    if (mode == MODE_CUPY_FIELDS) {
+        if (read_cupy_fields(a, kind, r))
+            return 1;
+        r->mode = mode = MODE_CUPY_ATTRS;
+    } else if (mode == MODE_DLPACK) {
+        if (read_dlpack(a, kind, r))
+            return 1;
+        if (PyErr_Occurred())
+            return 0;
+        Py_CLEAR(r->dtype);
+        r->mode = mode = MODE_TORCH_ATTRS;
+    }
     if (mode == MODE_CUPY_ATTRS) {
         PyObject *data = PyObject_GetAttr(a, s_data);
         if (data == NULL)
             goto fail;
         PyObject *ptr = PyObject_GetAttr(data, s_ptr);
-        r->f[3] = PyObject_GetAttr(data, s_device_id);
-        Py_DECREF(data);
         int ok = as_address(ptr, &r->ptr);
         Py_XDECREF(ptr);
+        if (ok)
+            r->f[3] = PyObject_GetAttr(data, s_device_id);
+        Py_DECREF(data);
         if (!ok || r->f[3] == NULL)
             goto fail;
         if ((r->f[0] = PyObject_GetAttr(a, s_shape)) == NULL || (r->f[1] = PyObject_GetAttr(a, s_strides)) == NULL
@@ -375,7 +463,7 @@ static int read_array(PyObject *a, int mode, const Kind *kind, PyObject *reader,
             goto fail;
         return 1;
     }
-    PyObject *got = PyObject_CallOneArg(reader, a);
+    PyObject *got = call_held(reader, a);  /* the reader is borrowed from the readers' dict */
     if (got == NULL || !PyTuple_Check(got) || PyTuple_GET_SIZE(got) != 2) {
         Py_XDECREF(got);
         goto fail;
@@ -387,7 +475,7 @@ static int read_array(PyObject *a, int mode, const Kind *kind, PyObject *reader,
         goto fail;
     return 1;
 fail:
-    PyErr_Clear();
+    swallow();
     return 0;
 }
 
@@ -398,7 +486,7 @@ static int equal(PyObject *x, PyObject *y) {
         return 0;
     int eq = PyObject_RichCompareBool(x, y, Py_EQ);
     if (eq < 0) {
-        PyErr_Clear();
+        swallow();
         return 0;
     }
     return eq;
@@ -458,20 +546,25 @@ typedef struct {
     CUfunction function;
 } Plan;
 
-/* Whether the read `r` has the signature of argument `i` of `plan`. */
+/* Whether the read `r` has the signature of argument `i` of `plan` (whose signatures the caller holds). */
 static int arg_matches(const Plan *plan, int i, const Read *r) {
     PyObject *sig = PyTuple_GET_ITEM(plan->sigs, i);
     const PlanArg *p = &plan->args[i];
     if (r->mode == MODE_CUPY_FIELDS || r->mode == MODE_DLPACK) {
-        if (p->mode != r->mode || PyTuple_GET_ITEM(sig, 0) != (PyObject *)r->type || p->ndim != r->ndim
-            || p->device != r->device)
+        if (p->mode != r->mode || !PyTuple_Check(sig) || PyTuple_GET_SIZE(sig) < 1
+            || PyTuple_GET_ITEM(sig, 0) != (PyObject *)r->type || p->ndim != r->ndim || p->device != r->device)
             return 0;
         for (int k = 0; k < r->ndim; k++)
             if (p->shape[k] != r->shape[k] || p->strides[k] != r->strides[k])
                 return 0;
         if (r->mode == MODE_DLPACK)  /* torch dtypes are singletons: where DLPack's is ambiguous, the same one */
             return p->dl_dtype == r->dl_dtype && p->dtype == r->dtype;
-        return equal(p->dtype, r->dtype);  /* numpy's builtin dtypes are singletons: mostly the same object */
+        if (p->dtype == r->dtype)  /* numpy's builtin dtypes are singletons: mostly the same object */
+            return 1;
+        PyObject *dtype = Py_XNewRef(p->dtype);  /* held: the comparison may let the plan go */
+        int eq = equal(dtype, r->dtype);
+        Py_XDECREF(dtype);
+        return eq;
     }
     if (r->mode == MODE_READER)
         return equal(sig, r->f[0]);
@@ -499,7 +592,9 @@ static int matches(const Plan *plan, long device, const Read *reads, int n) {
     return ok;
 }
 
-static void clear_plan(Plan *p) {
+/* Let a plan go that no Launcher slot holds any more: letting its references go runs Python code (their
+ * finalizers, and any thread those let run), which must find every slot whole. */
+static void release_plan(Plan *p) {
     Py_CLEAR(p->sigs);
     Py_CLEAR(p->launch);
     for (int i = 0; i < MAX_ARRAYS; i++)
@@ -507,6 +602,16 @@ static void clear_plan(Plan *p) {
     PyMem_Free(p->pairs);
     p->pairs = NULL;
     p->used = 0;
+}
+
+/* Put `fresh` (or nothing, NULL) in `slot`, then let the plan it held go. */
+static void swap_plan(Plan *slot, const Plan *fresh) {
+    Plan old = *slot;
+    if (fresh != NULL)
+        *slot = *fresh;
+    else
+        memset(slot, 0, sizeof *slot);
+    release_plan(&old);
 }
 
 /* ---------------------------------------------------------------------------------------------------------
@@ -599,17 +704,18 @@ static int fast_scalar(int kind, int finite, PyObject *v, uint64_t *slot) {
  */
 
 /* The current device: the driver's current context's (what CuPy's getDevice, cudaGetDevice, reports
- * whenever a context is current). 0 where there is none: the Python path decides then. */
+ * whenever a context is current). 0 where there is none (no context on this thread, the driver not
+ * initialised, a forked child's): the Python path decides then. */
 static int current_device(long *device) {
     if (device_hook != NULL) {
-        PyObject *got = PyObject_CallNoArgs(device_hook);
+        PyObject *got = call_held(device_hook, NULL);
         int ok = got != NULL && PyLong_CheckExact(got);
         if (ok) {
             *device = PyLong_AsLong(got);
             ok = !PyErr_Occurred();
         }
         Py_XDECREF(got);
-        PyErr_Clear();
+        swallow();
         return ok;
     }
     if (!load_driver())
@@ -631,7 +737,7 @@ static int as_handle(PyObject *handle, uint64_t *out) {
         *out = v;
     }
     Py_XDECREF(handle);
-    PyErr_Clear();
+    swallow();
     return ok;
 }
 
@@ -640,16 +746,19 @@ static int as_handle(PyObject *handle, uint64_t *out) {
  * decides (LG616 for what is no stream). */
 static int stream_of(PyObject *stream, PyObject *name, uint64_t *out) {
     if (stream == Py_None) {
-        if (!current_stream_tried)
+        if (!current_stream_tried) {
             load_current_stream();
+            if (PyErr_Occurred())
+                return 0;
+        }
         if (current_stream != NULL) {
             intptr_t ptr = current_stream();
             if (ptr == -1 && PyErr_Occurred()) {
-                PyErr_Clear();
+                swallow();
                 return 0;
             }
-            /* With CUPY_CUDA_PER_THREAD_DEFAULT_STREAM=1, CuPy's C pointer of the null stream is the
-             * per-thread one while cupy.cuda.get_current_stream().ptr is 0: stream_handle decides. */
+            /* With CUPY_CUDA_PER_THREAD_DEFAULT_STREAM=1, CuPy's C pointer of the null stream made current is
+             * the per-thread one while cupy.cuda.get_current_stream().ptr is 0: stream_handle decides. */
             if (ptr != STREAM_PER_THREAD && ptr >= 0) {
                 *out = (uint64_t)ptr;
                 return 1;
@@ -657,13 +766,17 @@ static int stream_of(PyObject *stream, PyObject *name, uint64_t *out) {
         }
     } else if (stream_readers != NULL) {
         PyObject *reader = PyDict_GetItemWithError(stream_readers, (PyObject *)Py_TYPE(stream));  /* borrowed */
-        PyErr_Clear();
-        if (reader != NULL && (reader == cupy_handle || reader == torch_handle))
+        if (reader == NULL && !swallow())
+            return 0;
+        if (reader != NULL && (reader == cupy_handle || reader == torch_handle))  /* compared, never called */
             return as_handle(PyObject_GetAttr(stream, reader == cupy_handle ? s_ptr : s_cuda_stream), out);
     }
     if (stream_handle == NULL)
         return 0;
-    return as_handle(PyObject_CallFunctionObjArgs(stream_handle, stream, name, NULL), out);
+    PyObject *read = Py_NewRef(stream_handle);
+    PyObject *handle = PyObject_CallFunctionObjArgs(read, stream, name, NULL);
+    Py_DECREF(read);
+    return as_handle(handle, out);
 }
 
 /* The driver's launch, or the hook's: 1 launched, 0 refused by the driver (nothing ran: the Python path
@@ -687,8 +800,14 @@ static int launch_packed(PyObject *replay, PyObject *launch_obj, CUfunction func
     void *slots[MAX_VALUES];
     for (int k = 0; k < count; k++)
         slots[k] = &buffer[k];
-    return launch_kernel(function, blocks, 1, 1, block, 1, 1, shared, (CUstream)(uintptr_t)cu_stream, slots,
-                         NULL) == 0;
+    CUresult status;
+    /* Without the GIL, as cuda.bindings calls it: the call may wait (a full queue, CUDA_LAUNCH_BLOCKING=1) for
+     * work that needs the GIL (a host function that runs Python). Everything it reads is this call's own. */
+    Py_BEGIN_ALLOW_THREADS
+    status = launch_kernel(function, blocks, 1, 1, block, 1, 1, shared, (CUstream)(uintptr_t)cu_stream, slots,
+                           NULL);
+    Py_END_ALLOW_THREADS
+    return status == 0;
 }
 
 /* ---------------------------------------------------------------------------------------------------------
@@ -725,7 +844,7 @@ static int bump_versions(PyObject *const *arrays, const int *written, int n_writ
         return -1;
     for (int k = 0; k < n_written; k++)
         PyTuple_SET_ITEM(tensors, k, Py_NewRef(arrays[written[k]]));
-    PyObject *ok = bump == NULL ? NULL : PyObject_CallOneArg(bump, tensors);
+    PyObject *ok = bump == NULL ? NULL : call_held(bump, tensors);
     if (ok == NULL && !PyErr_Occurred())
         PyErr_SetString(PyExc_RuntimeError, "layoutgen: torch's version counters could not be bumped");
     Py_DECREF(tensors);
@@ -733,64 +852,69 @@ static int bump_versions(PyObject *const *arrays, const int *written, int n_writ
     return ok == NULL ? -1 : 1;
 }
 
-/* The mode `a` is read in, its kind where listed, its reader: 0 where it has no fast reader. */
+/* Whether a torch function mode may intercept tensors' reads now (it may make data_ptr() & co. answer
+ * anything): 1 on, or not known; 0 off; -1 an error that stays set. */
+static int torch_modes_on(void) {
+    if (mode_enabled == NULL)
+        return 1;
+    PyObject *on = call_held(mode_enabled, NULL);
+    int result = on != Py_False;
+    Py_XDECREF(on);
+    return on == NULL && !swallow() ? -1 : result;
+}
+
+/* The mode `a` is read in, its kind where listed, its reader: -1 where it has no fast reader (or an error
+ * stays set). `*torch_modes` is read once a call, where a tensor needs it. */
 static int mode_of(PyObject *a, int *torch_modes, const Kind **kind, PyObject **reader) {
     *kind = find_kind(Py_TYPE(a));
     if (*kind != NULL) {
         if ((*kind)->mode == MODE_DLPACK) {
-            if (*torch_modes < 0) {  /* a torch function mode may intercept data_ptr() & co.: read as Python does */
-                PyObject *on = mode_enabled ? PyObject_CallNoArgs(mode_enabled) : Py_NewRef(Py_True);
-                *torch_modes = on != Py_False;
-                Py_XDECREF(on);
-                PyErr_Clear();
-            }
-            return *torch_modes ? MODE_TORCH_ATTRS : MODE_DLPACK;
+            if (*torch_modes < 0 && (*torch_modes = torch_modes_on()) < 0)
+                return -1;
+            return *torch_modes ? MODE_TORCH_ATTRS : MODE_DLPACK;  /* under a mode: read as Python does */
         }
         return (*kind)->mode;
     }
     *reader = readers ? PyDict_GetItemWithError(readers, (PyObject *)Py_TYPE(a)) : NULL;  /* borrowed */
     if (*reader == NULL) {  /* a kind the Python path has not read yet, or one it validates every call */
-        PyErr_Clear();
+        swallow();
         return -1;
     }
     return *reader == cupy_reader ? MODE_CUPY_ATTRS : *reader == torch_reader ? MODE_TORCH_ATTRS : MODE_READER;
 }
 
 /* 1: launched (or nothing to launch); 0: the Python path must run the call; -1: the call's error (the hook's,
- * or the version bump's after the launch). */
+ * the version bump's after the launch, or one that is no Exception, from Python code it ran). */
 static int launch_call(Launcher *self, PyObject *const *args, size_t nargsf, PyObject *kwnames) {
     Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
     PyObject *stream = Py_None;
     if (kwnames != NULL && PyTuple_GET_SIZE(kwnames) != 0) {
         PyObject *keyword = PyTuple_GET_ITEM(kwnames, 0);
         if (PyTuple_GET_SIZE(kwnames) != 1 || (keyword != s_stream && PyUnicode_Compare(keyword, s_stream) != 0)) {
-            PyErr_Clear();
+            PyErr_Clear();  /* a str compared with a str: nothing to keep */
             return 0;  /* a keyword the Python path refuses (TypeError) */
         }
         stream = args[nargs];
     }
-    int n = self->n_arrays;
-    if (nargs != n + self->n_scalars)
+    int n = self->n_arrays, n_scalars = self->n_scalars;  /* fixed: a Launcher is initialised once */
+    if (nargs != n + n_scalars)
         return 0;  /* LG601 */
     long device;
     if (!current_device(&device))
-        return 0;
+        return PyErr_Occurred() ? -1 : 0;
     uint64_t values[MAX_VALUES];
-    for (int k = 0; k < self->n_scalars; k++) {
+    for (int k = 0; k < n_scalars; k++) {
         PyObject *v = args[n + k];
         if (!fast_scalar(self->scalar_kinds[k], self->scalar_finite[k], v, &values[k])) {
             PyObject *got = PyObject_CallFunction(self->scalar_check, "iO", k, v);  /* LG620..LG622: hand over */
-            if (got == NULL || !PyLong_Check(got)) {
-                Py_XDECREF(got);
-                PyErr_Clear();
-                return 0;
+            int ok = got != NULL && PyLong_Check(got);
+            if (ok) {
+                values[k] = PyLong_AsUnsignedLongLongMask(got);
+                ok = !PyErr_Occurred();
             }
-            values[k] = PyLong_AsUnsignedLongLongMask(got);
-            Py_DECREF(got);
-            if (PyErr_Occurred()) {
-                PyErr_Clear();
-                return 0;
-            }
+            Py_XDECREF(got);
+            if (!ok)
+                return swallow() ? 0 : -1;
         }
     }
     PyObject *arrays[MAX_ARRAYS];  /* held: an Array's slot may be set again while Python code runs */
@@ -815,7 +939,7 @@ static int launch_call(Launcher *self, PyObject *const *args, size_t nargsf, PyO
     if (matches(&self->plans[self->last], device, reads, n)) {
         plan = &self->plans[self->last];
     } else {
-        for (int k = 0; k < MAX_PLANS && plan == NULL; k++)
+        for (int k = 0; k < MAX_PLANS && plan == NULL && !PyErr_Occurred(); k++)
             if (k != self->last && matches(&self->plans[k], device, reads, n)) {
                 plan = &self->plans[k];
                 self->last = k;
@@ -844,12 +968,13 @@ static int launch_call(Launcher *self, PyObject *const *args, size_t nargsf, PyO
     int count = 0;
     for (int i = 0; i < n; i++)
         buffer[count++] = reads[i].ptr;
-    for (int k = 0; k < self->n_scalars; k++)
+    for (int k = 0; k < n_scalars; k++)
         buffer[count++] = values[k];
     for (int k = 0; k < plan->n_symbols; k++)
         buffer[count++] = plan->symbols[k];
+    plan = NULL;  /* Python code runs from here on */
     if (n_written) {  /* LG618 on the Python path (TorchWrites.check) */
-        PyObject *on = grad_enabled ? PyObject_CallNoArgs(grad_enabled) : NULL;
+        PyObject *on = grad_enabled ? call_held(grad_enabled, NULL) : NULL;
         int grad = on == NULL ? -1 : PyObject_IsTrue(on);
         Py_XDECREF(on);
         for (int k = 0; grad == 1 && k < n_written; k++) {
@@ -860,7 +985,7 @@ static int launch_call(Launcher *self, PyObject *const *args, size_t nargsf, PyO
                 grad = -1;
         }
         if (grad != 0 && grad != 1) {
-            PyErr_Clear();
+            swallow();
             goto handover_held;
         }
     }
@@ -890,6 +1015,8 @@ out:
         release_read(&reads[i]);
     for (int i = 0; i < n_held; i++)
         Py_DECREF(arrays[i]);
+    if (result == 0 && PyErr_Occurred())  /* an exception that is no Exception, from Python code run here */
+        result = -1;
     return result;
 }
 
@@ -936,87 +1063,134 @@ static int as_u64(PyObject *v, uint64_t *out) {
     return 1;
 }
 
-/* Register a's type as read through its fields where a, read through its attributes (`sig`, `ptr`), holds
- * exactly those values there. The checks before any pointer in the object is followed: the type is large
- * enough, its `data` and `dtype` fields are the very objects its attributes return. */
-static void register_cupy(PyObject *a, PyObject *sig, uint64_t ptr) {
+/* An unsigned int of the driver's (a grid, a block, bytes of shared memory): never cut to its low bits. */
+static int as_uint(PyObject *v, unsigned *out) {
+    unsigned long x = PyLong_AsUnsignedLong(v);
+    if (x == (unsigned long)-1 && PyErr_Occurred())
+        return 0;
+    if (x > UINT_MAX) {
+        PyErr_SetString(PyExc_OverflowError, "a launch's grid, block and shared memory are unsigned 32-bit ints");
+        return 0;
+    }
+    *out = (unsigned)x;
+    return 1;
+}
+
+/* Whether torch's `device` (its type and index, None: 0) is the DLPack device `dl` (type << 32 | id). */
+static int torch_device_is(PyObject *device, int64_t dl) {
+    PyObject *kind_name = PyObject_GetAttr(device, s_type), *index = kind_name ? PyObject_GetAttr(device, s_index) : NULL;
+    long id = index == Py_None ? 0 : index != NULL && PyLong_Check(index) ? PyLong_AsLong(index) : -1;
+    int dl_type = (int)(dl >> 32), dl_id = (int)(uint32_t)dl;
+    int ok = index != NULL && !PyErr_Occurred() && PyUnicode_Check(kind_name) && id == dl_id
+             && ((PyUnicode_Compare(kind_name, s_cuda) == 0 && (dl_type == kDLCUDA || dl_type == kDLROCM))
+                 || (PyUnicode_Compare(kind_name, s_cpu) == 0 && dl_type == kDLCPU));
+    Py_XDECREF(kind_name);
+    Py_XDECREF(index);
+    return ok;
+}
+
+/* Whether the C-level read `r` of an array holds what its Python reader read (`sig`, `ptr`): cupy_reader's
+ * (type, shape, strides, dtype, device_id) or torch_reader's (type, shape, stride(), dtype, device, is_neg()).
+ * A torch dtype is not compared here: a tensor's reads say another dtype only under a torch function mode,
+ * where no plan is keyed on DLPack. */
+static int read_agrees(const Read *r, PyObject *sig, uint64_t ptr) {
+    if (r->ptr != ptr || !PyTuple_Check(sig) || PyTuple_GET_SIZE(sig) < 1 || PyTuple_GET_ITEM(sig, 0) != (PyObject *)r->type)
+        return 0;
+    if (r->mode == MODE_CUPY_FIELDS) {
+        PyObject *device_id = PyTuple_GET_SIZE(sig) == 5 ? PyTuple_GET_ITEM(sig, 4) : NULL;
+        return PyTuple_GET_SIZE(sig) == 5 && ints_equal(PyTuple_GET_ITEM(sig, 1), r->shape, r->ndim)
+               && ints_equal(PyTuple_GET_ITEM(sig, 2), r->strides, r->ndim) && PyTuple_GET_ITEM(sig, 3) == r->dtype
+               && PyLong_CheckExact(device_id) && PyLong_AsLongLong(device_id) == r->device && !PyErr_Occurred();
+    }
+    return r->mode == MODE_DLPACK && PyTuple_GET_SIZE(sig) == 6 && ints_equal(PyTuple_GET_ITEM(sig, 1), r->shape, r->ndim)
+           && ints_equal(PyTuple_GET_ITEM(sig, 2), r->strides, r->ndim) && PyTuple_GET_ITEM(sig, 5) == Py_False
+           && torch_device_is(PyTuple_GET_ITEM(sig, 4), r->device);
+}
+
+/* List a kind: where another call (Python code ran since the caller looked) listed it first, or the list is
+ * full, nothing. The references are the list's. */
+static void list_kind(const Kind *kind) {
+    if (find_kind(kind->type) != NULL || n_kinds >= MAX_KINDS)
+        return;
+    Py_INCREF(kind->type);
+    Py_XINCREF(kind->pointer_type);
+    kinds[n_kinds++] = *kind;
+}
+
+/* Register a's type as read through its fields where reading its attributes reads CuPy's descriptors and
+ * a, read through its attributes (`sig`, `ptr`), holds exactly those values there. The checks before any
+ * pointer in the object is followed: the type is large enough, its `data` and `dtype` fields are the very
+ * objects its attributes return, its vectors' lengths are the shape's. 1, or 0 where an error stays set. */
+static int register_cupy(PyObject *a, PyObject *sig, uint64_t ptr) {
     PyTypeObject *type = Py_TYPE(a);
     if (find_kind(type) != NULL || n_kinds >= MAX_KINDS || type->tp_basicsize < (Py_ssize_t)sizeof(CupyArray)
         || !PyTuple_Check(sig) || PyTuple_GET_SIZE(sig) != 5)
-        return;
+        return 1;
     const CupyArray *c = (const CupyArray *)a;
-    PyObject *data = PyObject_GetAttr(a, s_data), *dtype = PyObject_GetAttr(a, s_dtype);
-    PyObject *shape = PyTuple_GET_ITEM(sig, 1), *strides = PyTuple_GET_ITEM(sig, 2);
-    int ok = data != NULL && dtype != NULL && c->data == data && c->dtype == dtype && dtype == PyTuple_GET_ITEM(sig, 3)
-             && Py_TYPE(data)->tp_basicsize >= (Py_ssize_t)sizeof(CupyPointer) && PyTuple_Check(shape)
-             && PyTuple_GET_SIZE(shape) >= 1;
+    PyObject *shape = PyTuple_GET_ITEM(sig, 1), *data = NULL, *dtype = NULL;
+    int ok = reads_descriptor(type, s_data) && reads_descriptor(type, s_dtype) && reads_descriptor(type, s_shape)
+             && reads_descriptor(type, s_strides) && (data = PyObject_GetAttr(a, s_data)) != NULL
+             && (dtype = PyObject_GetAttr(a, s_dtype)) != NULL && c->data == data && c->dtype == dtype
+             && Py_TYPE(data)->tp_basicsize >= (Py_ssize_t)sizeof(CupyPointer)
+             && reads_descriptor(Py_TYPE(data), s_ptr) && reads_descriptor(Py_TYPE(data), s_device_id)
+             && PyTuple_Check(shape) && PyTuple_GET_SIZE(shape) >= 1 && c->shape.end - c->shape.begin == PyTuple_GET_SIZE(shape);
     if (ok) {
         Kind kind = {type, MODE_CUPY_FIELDS, Py_TYPE(data), NULL};
         Read r;
         memset(&r, 0, sizeof r);
-        PyObject *device_id = PyTuple_GET_ITEM(sig, 4);
-        /* the vectors' pointers are followed only now, their lengths checked first */
-        ok = c->shape.end - c->shape.begin == PyTuple_GET_SIZE(shape) && read_cupy_fields(a, &kind, &r)
-             && ints_equal(shape, r.shape, r.ndim) && ints_equal(strides, r.strides, r.ndim) && r.ptr == ptr
-             && PyLong_Check(device_id) && PyLong_AsLongLong(device_id) == r.device && r.dtype == dtype;
+        r.type = type;
+        r.mode = MODE_CUPY_FIELDS;
+        if (read_cupy_fields(a, &kind, &r) && read_agrees(&r, sig, ptr))  /* the vectors followed only now */
+            list_kind(&kind);
         release_read(&r);
-        if (ok) {
-            Py_INCREF(type);
-            Py_INCREF(kind.pointer_type);
-            kinds[n_kinds++] = kind;
-        }
     }
     Py_XDECREF(data);
     Py_XDECREF(dtype);
-    PyErr_Clear();
+    return swallow();
 }
 
 /* Register t's type as read through DLPack where it is one of dlpack_types and its DLPack read agrees with
- * its Python read (`sig`: type, shape, stride(), dtype, device, is_neg(); `ptr`: data_ptr()). */
-static void register_torch(PyObject *t, PyObject *sig, uint64_t ptr) {
+ * its Python read (`sig`, `ptr`). 1, or 0 where an error stays set. */
+static int register_torch(PyObject *t, PyObject *sig, uint64_t ptr) {
     PyTypeObject *type = Py_TYPE(t);
-    if (find_kind(type) != NULL || n_kinds >= MAX_KINDS || dlpack_types == NULL || !PyTuple_Check(sig)
-        || PyTuple_GET_SIZE(sig) != 6)
-        return;
+    if (find_kind(type) != NULL || n_kinds >= MAX_KINDS || dlpack_types == NULL)
+        return 1;
     int listed = 0;
     for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(dlpack_types); k++)
         listed |= PyTuple_GET_ITEM(dlpack_types, k) == (PyObject *)type;
     Kind kind = {type, MODE_DLPACK, NULL, listed ? exchange_api(type) : NULL};
     if (kind.from == NULL)
-        return;
+        return !PyErr_Occurred();
     Read r;
     memset(&r, 0, sizeof r);
-    int ok = read_dlpack(t, &kind, &r) && ints_equal(PyTuple_GET_ITEM(sig, 1), r.shape, r.ndim)
-             && ints_equal(PyTuple_GET_ITEM(sig, 2), r.strides, r.ndim) && r.ptr == ptr
-             && PyTuple_GET_ITEM(sig, 5) == Py_False;
-    if (ok) {  /* the device: torch's type and index (None: 0) as DLPack's */
-        PyObject *device = PyTuple_GET_ITEM(sig, 4);
-        PyObject *kind_name = PyObject_GetAttr(device, s_type), *index = PyObject_GetAttr(device, s_index);
-        long id = index == Py_None ? 0 : index != NULL && PyLong_Check(index) ? PyLong_AsLong(index) : -1;
-        int dl_type = (int)(r.device >> 32), dl_id = (int)(uint32_t)r.device;
-        ok = kind_name != NULL && PyUnicode_Check(kind_name) && id == dl_id
-             && ((PyUnicode_Compare(kind_name, s_cuda) == 0 && (dl_type == kDLCUDA || dl_type == kDLROCM))
-                 || (PyUnicode_Compare(kind_name, s_cpu) == 0 && dl_type == kDLCPU));
-        Py_XDECREF(kind_name);
-        Py_XDECREF(index);
-    }
+    r.type = type;
+    r.mode = MODE_DLPACK;
+    if (read_dlpack(t, &kind, &r) && read_agrees(&r, sig, ptr))
+        list_kind(&kind);
     release_read(&r);
-    PyErr_Clear();
-    if (ok) {
-        Py_INCREF(type);
-        kinds[n_kinds++] = kind;
-    }
+    return swallow();
 }
 
-/* The C-mode read of argument `a` for a plan (mode -1 where its kind is read through Python). */
-static void plan_arg(PyObject *a, PlanArg *p) {
+/* The C-level read of argument `a` for a plan: kept only where its kind is read at C level, `reader` is
+ * that kind's reader, no torch function mode answered the reader's reads, and the read agrees with what
+ * the reader read (`sig`, `ptr`); else mode -1 (the plan's argument is matched on `sig` alone, by a read in
+ * the Python reader's way). 1, or 0 where an error stays set. */
+static int plan_arg(PyObject *a, PyObject *sig, uint64_t ptr, PyObject *reader, PlanArg *p) {
     const Kind *kind = find_kind(Py_TYPE(a));
     p->mode = -1;
-    if (kind == NULL)
-        return;
+    if (kind == NULL || reader != (kind->mode == MODE_CUPY_FIELDS ? cupy_reader : torch_reader))
+        return 1;
+    if (kind->mode == MODE_DLPACK) {
+        int on = torch_modes_on();
+        if (on != 0)
+            return on > 0;
+    }
     Read r;
     memset(&r, 0, sizeof r);
-    if (read_array(a, kind->mode, kind, NULL, &r)) {
+    r.type = Py_TYPE(a);
+    r.mode = kind->mode;
+    int ok = kind->mode == MODE_CUPY_FIELDS ? read_cupy_fields(a, kind, &r) : read_dlpack(a, kind, &r);
+    if (ok && read_agrees(&r, sig, ptr)) {
         p->mode = kind->mode;
         p->ndim = r.ndim;
         memcpy(p->shape, r.shape, sizeof p->shape);
@@ -1027,20 +1201,24 @@ static void plan_arg(PyObject *a, PlanArg *p) {
         p->device = r.device;
     }
     release_read(&r);
+    return swallow();
 }
 
 /* add(device, arrays, sigs, ptrs, masks, pairs, blocks, block, shared, symbols, written, launch, function):
  * keep one plan the Python path validated `arrays` to; `sigs` and `ptrs` are its readers' reads of them. */
 static PyObject *Launcher_add(Launcher *self, PyObject *args) {
     long device;
-    PyObject *arrays, *sigs, *ptrs, *masks, *pairs, *symbols, *written, *launch, *function;
-    unsigned int blocks, block, shared;
-    if (!PyArg_ParseTuple(args, "lO!O!O!O!O!IIIO!O!OO", &device, &PyTuple_Type, &arrays, &PyTuple_Type, &sigs,
-                          &PyTuple_Type, &ptrs, &PyTuple_Type, &masks, &PyTuple_Type, &pairs, &blocks, &block,
-                          &shared, &PyTuple_Type, &symbols, &PyTuple_Type, &written, &launch, &function))
+    PyObject *arrays, *sigs, *ptrs, *masks, *pairs, *symbols, *written, *launch, *function, *grid[3];
+    if (!PyArg_ParseTuple(args, "lO!O!O!O!O!OOOO!O!OO", &device, &PyTuple_Type, &arrays, &PyTuple_Type, &sigs,
+                          &PyTuple_Type, &ptrs, &PyTuple_Type, &masks, &PyTuple_Type, &pairs, &grid[0], &grid[1],
+                          &grid[2], &PyTuple_Type, &symbols, &PyTuple_Type, &written, &launch, &function))
         return NULL;
     int n = self->n_arrays;
     Py_ssize_t n_symbols = PyTuple_GET_SIZE(symbols), n_written = PyTuple_GET_SIZE(written);
+    if (self->fallback == NULL) {
+        PyErr_SetString(PyExc_TypeError, "a Launcher must be initialised before it is taught a plan");
+        return NULL;
+    }
     if (n_written && (bump == NULL || grad_enabled == NULL)) {  /* use_torch() first: the Python path keeps it */
         PyErr_SetString(PyExc_ValueError, "a plan that writes torch tensors needs torch's calls (use_torch)");
         return NULL;
@@ -1052,6 +1230,8 @@ static PyObject *Launcher_add(Launcher *self, PyObject *args) {
     }
     Plan fresh;
     memset(&fresh, 0, sizeof fresh);
+    if (!as_uint(grid[0], &fresh.blocks) || !as_uint(grid[1], &fresh.block) || !as_uint(grid[2], &fresh.shared))
+        return NULL;
     for (int i = 0; i < n; i++)
         if (!as_u64(PyTuple_GET_ITEM(masks, i), &fresh.masks[i]))
             return NULL;
@@ -1085,47 +1265,57 @@ static PyObject *Launcher_add(Launcher *self, PyObject *args) {
         }
     }
     /* Kinds first seen here are confirmed against the Python readers' reads, then each array is read as a
-     * call will read it. */
+     * call will read it, and kept where it agrees with them. */
     for (int i = 0; i < n; i++) {
         PyObject *a = PyTuple_GET_ITEM(arrays, i), *sig = PyTuple_GET_ITEM(sigs, i);
         PyObject *reader = readers ? PyDict_GetItemWithError(readers, (PyObject *)Py_TYPE(a)) : NULL;
-        PyErr_Clear();
         uint64_t ptr;
-        if (reader == NULL || !as_address(PyTuple_GET_ITEM(ptrs, i), &ptr))
-            continue;
-        if (reader == cupy_reader)
-            register_cupy(a, sig, ptr);
-        else if (reader == torch_reader)
-            register_torch(a, sig, ptr);
-        plan_arg(a, &fresh.args[i]);
+        int ok = reader != NULL ? 1 : swallow();
+        if (ok && reader != NULL && as_address(PyTuple_GET_ITEM(ptrs, i), &ptr)) {
+            Py_INCREF(reader);  /* compared only, but Python code runs below */
+            if (reader == cupy_reader)
+                ok = register_cupy(a, sig, ptr);
+            else if (reader == torch_reader)
+                ok = register_torch(a, sig, ptr);
+            ok = ok && plan_arg(a, sig, ptr, reader, &fresh.args[i]);
+            Py_DECREF(reader);
+        }
+        if (!ok) {
+            release_plan(&fresh);
+            return NULL;
+        }
     }
     fresh.used = 1;
     fresh.device = device;
     fresh.n_pairs = (int)n_pairs;
-    fresh.blocks = blocks;
-    fresh.block = block;
-    fresh.shared = shared;
     fresh.n_symbols = (int)n_symbols;
     fresh.n_written = (int)n_written;
-
     fresh.function = (CUfunction)(uintptr_t)fn;
     fresh.sigs = Py_NewRef(sigs);
     fresh.launch = Py_NewRef(launch);
-    int slot = self->next;
-    for (int k = 0; k < MAX_PLANS; k++)  /* the same signatures learnt again replace their plan */
-        if (self->plans[k].used && self->plans[k].device == device && equal(self->plans[k].sigs, sigs))
+    int slot = -1;
+    for (int k = 0; k < MAX_PLANS && slot < 0; k++) {  /* the same signatures learnt again replace their plan */
+        PyObject *known = Py_XNewRef(self->plans[k].sigs);  /* held: the comparison runs Python code */
+        if (known != NULL && self->plans[k].used && self->plans[k].device == device && equal(known, sigs))
             slot = k;
-    if (slot == self->next)
+        Py_XDECREF(known);
+        if (PyErr_Occurred()) {
+            release_plan(&fresh);
+            return NULL;
+        }
+    }
+    if (slot < 0) {
+        slot = self->next;
         self->next = (self->next + 1) % MAX_PLANS;
-    clear_plan(&self->plans[slot]);
-    self->plans[slot] = fresh;
+    }
     self->last = slot;
+    swap_plan(&self->plans[slot], &fresh);  /* in whole before the old one is let go */
     Py_RETURN_NONE;
 }
 
 static PyObject *Launcher_clear(Launcher *self, PyObject *unused) {
     for (int k = 0; k < MAX_PLANS; k++)
-        clear_plan(&self->plans[k]);
+        swap_plan(&self->plans[k], NULL);
     Py_RETURN_NONE;
 }
 
@@ -1149,6 +1339,10 @@ static int Launcher_init(Launcher *self, PyObject *args, PyObject *kwds) {
     if (!PyArg_ParseTupleAndKeywords(args, kwds, "UiO!OO", names, &name, &n_arrays, &PyTuple_Type, &scalars,
                                      &fallback, &scalar_check))
         return -1;
+    if (self->fallback != NULL) {  /* a call in flight reads its counts, kinds and callables as they are */
+        PyErr_SetString(PyExc_TypeError, "a Launcher is initialised once");
+        return -1;
+    }
     Py_ssize_t n_scalars = PyTuple_GET_SIZE(scalars);
     if (n_arrays < 0 || n_arrays > MAX_ARRAYS || n_arrays + n_scalars > MAX_VALUES) {
         PyErr_Format(PyExc_ValueError, "the compiled path takes at most %d arrays and %d values", MAX_ARRAYS,
@@ -1186,6 +1380,8 @@ static int Launcher_traverse(Launcher *self, visitproc visit, void *arg) {
     for (int k = 0; k < MAX_PLANS; k++) {
         Py_VISIT(self->plans[k].sigs);
         Py_VISIT(self->plans[k].launch);
+        for (int i = 0; i < MAX_ARRAYS; i++)
+            Py_VISIT(self->plans[k].args[i].dtype);
     }
     return 0;
 }
@@ -1195,7 +1391,7 @@ static int Launcher_clear_refs(Launcher *self) {
     Py_CLEAR(self->fallback);
     Py_CLEAR(self->scalar_check);
     for (int k = 0; k < MAX_PLANS; k++)
-        clear_plan(&self->plans[k]);
+        swap_plan(&self->plans[k], NULL);
     return 0;
 }
 
@@ -1271,6 +1467,14 @@ static int Steps_init(Steps *self, PyObject *args, PyObject *kwds) {
     int n_buffers;
     if (!PyArg_ParseTuple(args, "UiO!", &name, &n_buffers, &PyTuple_Type, &list))
         return -1;
+    if (self->steps != NULL) {  /* the steps held (their launches) would be lost, or freed under a launch */
+        PyErr_SetString(PyExc_TypeError, "Steps are initialised once");
+        return -1;
+    }
+    if (n_buffers < 0 || n_buffers > MAX_VALUES) {
+        PyErr_Format(PyExc_ValueError, "a program's steps take at most %d buffers", MAX_VALUES);
+        return -1;
+    }
     Py_ssize_t n = PyTuple_GET_SIZE(list);
     Step *steps = PyMem_Calloc(n ? n : 1, sizeof(Step));
     if (steps == NULL) {
@@ -1279,11 +1483,12 @@ static int Steps_init(Steps *self, PyObject *args, PyObject *kwds) {
     }
     for (Py_ssize_t s = 0; s < n; s++) {
         Step *step = &steps[s];
-        PyObject *launch, *function, *indices, *constants;
+        PyObject *launch, *function, *grid[3], *indices, *constants;
         uint64_t fn;
-        if (!PyArg_ParseTuple(PyTuple_GET_ITEM(list, s), "OOIIIO!O!", &launch, &function, &step->blocks,
-                              &step->block, &step->shared, &PyTuple_Type, &indices, &PyTuple_Type, &constants)
-            || !as_u64(function, &fn))
+        if (!PyArg_ParseTuple(PyTuple_GET_ITEM(list, s), "OOOOOO!O!", &launch, &function, &grid[0], &grid[1],
+                              &grid[2], &PyTuple_Type, &indices, &PyTuple_Type, &constants)
+            || !as_u64(function, &fn) || !as_uint(grid[0], &step->blocks) || !as_uint(grid[1], &step->block)
+            || !as_uint(grid[2], &step->shared))
             goto fail;
         Py_ssize_t n_pointers = PyTuple_GET_SIZE(indices), n_constants = PyTuple_GET_SIZE(constants);
         if (n_pointers > MAX_ARRAYS || n_pointers + n_constants > MAX_VALUES) {
@@ -1330,8 +1535,6 @@ static PyObject *Steps_launch(Steps *self, PyObject *const *args, Py_ssize_t nar
     }
     PyObject *stream = args[1];
     uint64_t pointers[MAX_VALUES];
-    if (self->n_buffers > MAX_VALUES)
-        return PyLong_FromLong(0);
     for (int b = 0; b < self->n_buffers; b++)
         if (!as_u64(PyTuple_GET_ITEM(args[0], b), &pointers[b]))
             return NULL;
@@ -1339,8 +1542,13 @@ static PyObject *Steps_launch(Steps *self, PyObject *const *args, Py_ssize_t nar
     uint64_t cu_stream = 0;
     int done = 0;
     if ((replay == NULL && !load_driver()) || ((replay == NULL || stream != Py_None)
-                                               && !stream_of(stream, self->name, &cu_stream)))
+                                               && !stream_of(stream, self->name, &cu_stream))) {
+        if (PyErr_Occurred()) {  /* an exception that is no Exception, from the stream's code */
+            Py_XDECREF(replay);
+            return NULL;
+        }
         goto out;
+    }
     for (; done < self->n_steps; done++) {
         Step *step = &self->steps[done];
         if (!step->blocks)
@@ -1495,28 +1703,37 @@ static PyObject *ints_tuple(const int64_t *values, int n) {
 static PyObject *read_one(PyObject *module, PyObject *a) {
     /* readers[type]: its __missing__ finds the reader of a type first seen (a borrowed look-up would not) */
     PyObject *reader = readers ? PyObject_GetItem(readers, (PyObject *)Py_TYPE(a)) : NULL;
-    PyErr_Clear();
-    Py_XDECREF(reader);  /* compared by identity only: configure() holds the readers it is compared with */
+    if (reader == NULL && !swallow())
+        return NULL;
     if (find_kind(Py_TYPE(a)) == NULL && reader != NULL && reader == cupy_reader) {  /* confirmed as add() would */
         PyObject *got = PyObject_CallOneArg(reader, a);
         uint64_t ptr;
+        int ok = 1;
         if (got != NULL && PyTuple_Check(got) && PyTuple_GET_SIZE(got) == 2 && as_address(PyTuple_GET_ITEM(got, 1), &ptr))
-            register_cupy(a, PyTuple_GET_ITEM(got, 0), ptr);
+            ok = register_cupy(a, PyTuple_GET_ITEM(got, 0), ptr);
         Py_XDECREF(got);
-        PyErr_Clear();
+        if (!ok || !swallow()) {
+            Py_DECREF(reader);
+            return NULL;
+        }
     }
+    Py_XDECREF(reader);
     const Kind *kind = find_kind(Py_TYPE(a));
     Kind probe;
-    if (kind == NULL && PyObject_HasAttr((PyObject *)Py_TYPE(a), s_exchange)) {  /* any DLPack producer, unlisted */
+    if (kind == NULL) {  /* any DLPack producer, unlisted */
         probe = (Kind){Py_TYPE(a), MODE_DLPACK, NULL, exchange_api(Py_TYPE(a))};
+        if (PyErr_Occurred())
+            return NULL;
         kind = probe.from ? &probe : NULL;
     }
     if (kind == NULL)
         Py_RETURN_NONE;
     Read r;
     memset(&r, 0, sizeof r);
-    if (!read_array(a, kind->mode, kind, NULL, &r)) {
+    if (!read_array(a, kind->mode, kind, NULL, &r) || (r.mode != MODE_CUPY_FIELDS && r.mode != MODE_DLPACK)) {
         release_read(&r);
+        if (PyErr_Occurred())
+            return NULL;
         Py_RETURN_NONE;
     }
     PyObject *shape = ints_tuple(r.shape, r.ndim), *strides = ints_tuple(r.strides, r.ndim), *got = NULL;
@@ -1556,7 +1773,29 @@ static PyObject *scalar_slot(PyObject *module, PyObject *args) {
 
 static PyObject *driver(PyObject *module, PyObject *unused) {
     load_driver();
-    return PyUnicode_FromString(driver_error[0] ? driver_error : "libcuda loaded");
+    if (driver_error[0])
+        return PyUnicode_FromString(driver_error);
+    return PyUnicode_FromString(per_thread_stream ? "libcuda loaded (the per-thread default stream's entry points, "
+                                                    PTDS_ENV " is set)" : "libcuda loaded");
+}
+
+/* stream_of(stream, kernel="") -> the CUstream a compiled launch on `stream` is made on (read here, or by
+ * driver.stream_handle where this leaves it to it), or None where the call would be handed over (tests). */
+static PyObject *stream_read(PyObject *module, PyObject *args) {
+    PyObject *stream, *name = NULL;
+    if (!PyArg_ParseTuple(args, "O|U", &stream, &name))
+        return NULL;
+    PyObject *kernel = name != NULL ? Py_NewRef(name) : PyUnicode_FromString("");
+    if (kernel == NULL)
+        return NULL;
+    uint64_t handle = 0;
+    int ok = stream_of(stream, kernel, &handle);
+    Py_DECREF(kernel);
+    if (PyErr_Occurred())
+        return NULL;
+    if (!ok)
+        Py_RETURN_NONE;
+    return PyLong_FromUnsignedLongLong(handle);
 }
 
 static PyObject *cupy_stream(PyObject *module, PyObject *unused) {
@@ -1589,6 +1828,8 @@ static PyMethodDef module_methods[] = {
     {"scalar_slot", scalar_slot, METH_VARARGS, "scalar_slot(dtype, finite, value) -> its launch value, or None"},
     {"driver", driver, METH_NOARGS, "whether libcuda's calls were found, in words"},
     {"current_stream", cupy_stream, METH_NOARGS, "where the current CuPy stream is read, in words"},
+    {"stream_of", stream_read, METH_VARARGS, "stream_of(stream, kernel='') -> the CUstream a compiled launch on "
+     "`stream` is made on, or None where the call is handed to the Python path (tests)"},
     {"kinds", kinds_read, METH_NOARGS, "{array type: 'fields' | 'dlpack'}: the kinds read at C level"},
     {NULL, NULL, 0, NULL},
 };

@@ -20,10 +20,15 @@ and message.
 A kind of array is read at C level only once the C side has confirmed, on an
 array the Python path validated, that its C read gives what the Python
 reader read (:func:`learn`): a CuPy array's fields are those of
-``cupy/_core/core.pxd``, and a torch type is read through DLPack only where
-its reads cannot dispatch (``torch.Tensor``, ``torch.nn.Parameter``). Every
-other kind is read as the Python readers read it (attributes and methods
-through the C API).
+``cupy/_core/core.pxd`` (and only for a type whose attributes are CuPy's own
+descriptors: a subclass that redefines ``shape`` is read through it), and a
+torch type is read through DLPack only where its reads cannot dispatch
+(``torch.Tensor``, ``torch.nn.Parameter``). Each plan's C-level key is
+confirmed the same way, on the arrays it was validated with, and none is
+taken while a torch function mode answered the Python reads. Every other kind
+is read as the Python readers read it (attributes and methods through the C
+API), and so is an array the C read does not apply to (more dims than it
+reads, another ``MemoryPointer`` type).
 
 The C side learns a plan only after the Python path validated a call, and
 only where the Python path would launch through ``cuLaunchKernel`` itself
@@ -182,7 +187,6 @@ def use_torch() -> None:
     module = extension()[0]
     if torch is None or module is None or _torch:
         return
-    _torch.append(True)
     modes = getattr(torch._C, "_is_torch_function_mode_enabled", None)
     # Parameter's reads dispatch to no __torch_function__ (it is torch's "disabled" one): read like a Tensor's.
     plain = getattr(torch._C, "_disabled_torch_function_impl", None)
@@ -190,6 +194,7 @@ def use_torch() -> None:
                                and torch.nn.Parameter.__torch_function__ is plain else ())
     module.use_torch(torch.is_grad_enabled, modes, version_bump(), types if modes is not None else (),
                      _ambiguous_dtypes(torch, module))
+    _torch.append(True)  # only once given: an interrupted first time leaves it to the next plan
 
 
 def _ambiguous_dtypes(torch: Any, module: Any) -> tuple[int, ...]:

@@ -219,3 +219,135 @@ def test_a_program_launches_its_steps_through_one_compiled_call() -> None:
     assert [r.steps is not None for r in runner._ready.values()] == [True]
     for name in ("window", "gates", "y", "grad_y", "grad_x"):
         assert np.array_equal(first[name].get(), second[name].get()), name
+
+
+# the stream: where the compiled path launches is where the Python path launches ------------------------------
+
+#: What a subprocess of these tests runs first (the driver's entry points, and CuPy's per-thread default stream,
+#: are chosen once per process by environment variables): `report(**values)` prints what it found.
+PRELUDE = r"""
+import json, threading
+import cupy
+import numpy as np
+from layoutgen.runtime import driver, fastpath
+from layoutgen.runtime.launch import KernelLauncher
+import generated.vsn as vsn
+EXT = fastpath.extension()[0]
+B, K = 5, 7
+
+def good():
+    rng = cupy.random.default_rng(7)
+    return [rng.standard_normal((B, K, 56), dtype=cupy.float32),
+            rng.standard_normal((40, 40), dtype=cupy.float32) * 0.3, rng.standard_normal(40, dtype=cupy.float32),
+            cupy.full((B, K, 40), cupy.nan, cupy.float32), cupy.full((B, K, 40), cupy.nan, cupy.float32)]
+
+def launcher():
+    fwd = vsn._lg_kernel_variable_selection_fwd
+    return KernelLauncher(fwd.spec, fwd.folder, fwd.header)
+
+def report(**values):
+    print("REPORT " + json.dumps(values))
+"""
+
+
+def _subprocess(script: str, timeout: float = 300, **env: str) -> dict[str, Any]:
+    import json
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    environment = {**os.environ, PYTHON_LAUNCH_ENV: "0", **env}
+    done = subprocess.run([sys.executable, "-c", PRELUDE + script], cwd=Path(__file__).resolve().parents[2],
+                          env=environment, capture_output=True, text=True, timeout=timeout)
+    reports = [line[7:] for line in done.stdout.splitlines() if line.startswith("REPORT ")]
+    assert done.returncode == 0 and len(reports) == 1, f"{done.returncode}\n{done.stdout}\n{done.stderr}"
+    return dict(json.loads(reports[0]))
+
+
+#: Where the current CuPy stream can be, and compare(): {where: [the compiled path's stream, the Python path's]}.
+STREAM_CONTEXTS = """
+def contexts():
+    import contextlib, warnings
+    made = cupy.cuda.Stream(non_blocking=True)
+    yield "default", contextlib.nullcontext()
+    yield "with a stream", made
+    yield "with the null stream", cupy.cuda.Stream.null
+    yield "with the per-thread stream", cupy.cuda.Stream.ptds
+    with warnings.catch_warnings():  # CuPy 14 deprecates ExternalStream
+        warnings.simplefilter("ignore", DeprecationWarning)
+        external = cupy.cuda.ExternalStream(made.ptr)
+    yield "with an external stream", external
+    if cupy.cuda.runtime.getDeviceCount() > 1:
+        yield "on device 1", cupy.cuda.Device(1)
+
+def compare():
+    found = {}
+    for name, context in contexts():
+        with context:
+            found[name] = [EXT.stream_of(None), driver.stream_handle(None)]
+    made = cupy.cuda.Stream(non_blocking=True)
+    made.use()
+    found["after stream.use()"] = [EXT.stream_of(None), driver.stream_handle(None)]
+    cupy.cuda.Stream.null.use()
+    got = []
+    thread = threading.Thread(target=lambda: got.append([EXT.stream_of(None), driver.stream_handle(None)]))
+    thread.start()
+    thread.join()
+    found["a new thread"] = got[0]
+    return found
+"""
+
+
+@pytest.mark.parametrize("per_thread", ["0", "1"], ids=["legacy", "CUPY_CUDA_PER_THREAD_DEFAULT_STREAM=1"])
+def test_a_compiled_launch_is_made_on_the_stream_a_python_launch_is_made_on(per_thread: str) -> None:
+    found = _subprocess(STREAM_CONTEXTS + "report(found=compare(), ptds=cupy.cuda.get_current_stream().ptr)\n",
+                        CUPY_CUDA_PER_THREAD_DEFAULT_STREAM=per_thread)
+    assert found["ptds"] == (2 if per_thread == "1" else 0)
+    for name, (compiled, python) in found["found"].items():
+        assert compiled == python, name  # read through CuPy's C function, or left to stream_handle: the same
+
+
+def test_with_cuda_bindings_per_thread_default_stream_a_compiled_launch_is_captured_with_the_python_ones() -> None:
+    """CUDA_PYTHON_CUDA_PER_THREAD_DEFAULT_STREAM=1: cuda.bindings' cuLaunchKernel takes handle 0 (the current
+    CuPy stream, the null one) for the calling thread's default stream, which can be captured (the legacy one
+    cannot: a launch on it during the capture is an error). The compiled path must launch on it too."""
+    got = _subprocess(r"""
+out = {}
+for path in ("python", "compiled"):
+    import os
+    os.environ["LAYOUTGEN_PYTHON_LAUNCH"] = "1" if path == "python" else "0"
+    k = launcher()
+    k(*good())
+    args = good()
+    hits = k._fast.hits if k._fast is not None else 0
+    capturing = cupy.cuda.Stream.ptds
+    capturing.begin_capture()
+    k(*args)  # stream None: the null stream, handle 0
+    graph = capturing.end_capture()
+    captured = bool(cupy.isnan(args[4]).all())
+    graph.launch(capturing)
+    capturing.synchronize()
+    out[path] = [captured, bool(cupy.isnan(args[4]).any()), (k._fast.hits - hits) if k._fast is not None else 1]
+report(out=out, driver=EXT.driver())
+""", CUDA_PYTHON_CUDA_PER_THREAD_DEFAULT_STREAM="1")
+    assert got["driver"].startswith("libcuda loaded (the per-thread default stream's")
+    assert got["out"] == {"python": [True, False, 1], "compiled": [True, False, 1]}  # launched in C, captured
+
+
+def test_a_compiled_launch_behind_a_python_host_function_does_not_hold_the_gil() -> None:
+    """CUDA_LAUNCH_BLOCKING=1: cuLaunchKernel returns once the kernel has run, after the host function queued
+    before it on the stream, a Python callback that needs the GIL. Holding it there would hang the process."""
+    got = _subprocess(r"""
+k = launcher()
+k(*good())
+args = good()
+ran = []
+stream = cupy.cuda.Stream(non_blocking=True)
+with stream:
+    stream.launch_host_func(lambda arg: ran.append(arg), 1)
+    k(*args)
+stream.synchronize()
+report(ran=ran, hits=k._fast.hits, written=not bool(cupy.isnan(args[4]).any()))
+""", timeout=120, CUDA_LAUNCH_BLOCKING="1")
+    assert got == {"ran": [1], "hits": 1, "written": True}

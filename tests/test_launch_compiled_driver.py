@@ -1,0 +1,143 @@
+"""The compiled launch path's own driver calls, through a stand-in libcuda (tests/fake_libcuda.py), without a GPU.
+
+The other tests of the compiled path replace ``cuLaunchKernel`` and the
+current device by a hook; here the extension calls the driver itself: the
+entry points it resolves (those ``cuda.bindings`` resolves for the Python
+path's ``PackedLaunch``, per-thread default stream included), the current
+context and its device, CuPy's current stream through CuPy's C function,
+the packed parameters, and a launch that blocks until a host function (a
+Python callback) has run. Each test runs in a process of its own, whose
+libcuda is the fake one; the Python path's launches are recorded by a
+``PackedLaunch`` whose ``cuLaunchKernel`` is a recorder.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.fake_libcuda import run
+
+#: A launcher of variable_selection_fwd over the fake arrays, whose Python path launches through a recorded
+#: PackedLaunch (so the compiled path learns its plans) and reads the current CuPy stream from ``STREAM``; the
+#: compiled path reads it from a C function standing in for CuPy's ``get_current_stream_ptr``
+#: (``STREAM["c"]``, the pointer CuPy's C function returns, and ``STREAM["python"]``, the current stream
+#: object's ``ptr``, differ only where CuPy's do: the null stream made current under
+#: CUPY_CUDA_PER_THREAD_DEFAULT_STREAM=1).
+LAUNCHER = r"""
+import ctypes, threading, time
+from types import SimpleNamespace
+import pytest
+from tests.fake_device import FUNCTION, fake_device
+from tests.test_launch_paths import dev_reader
+from tests.test_launch_validation import FWD, Dev, ProtocolStream, fwd_args
+from layoutgen.runtime import driver, fastpath, launch
+from layoutgen.runtime.launch import KernelLauncher
+
+patch = pytest.MonkeyPatch()
+patch.setenv("LAYOUTGEN_PYTHON_LAUNCH", "0")
+patch.setattr(launch, "find_device", lambda: 0)
+patch.setattr(launch, "device_arch", lambda d: "sm_90")
+patch.setitem(launch._FAST_READERS, Dev, dev_reader)
+fake_device(patch)
+EXT = fastpath.extension()[0]
+assert EXT.get_hook() is None
+
+STREAM = {"c": 0x51, "python": 0x51}
+CURRENT = ctypes.CFUNCTYPE(ctypes.c_ssize_t)(lambda: STREAM["c"])
+new_capsule = ctypes.pythonapi.PyCapsule_New
+new_capsule.restype, new_capsule.argtypes = ctypes.py_object, [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
+import cupy_backends.cuda.stream as backends_stream
+backends_stream.__pyx_capi__ = {"get_current_stream_ptr": new_capsule(ctypes.cast(CURRENT, ctypes.c_void_p).value,
+                                                                      b"intptr_t (void)", None)}
+patch.setattr(driver, "_CURRENT_STREAM", lambda: SimpleNamespace(ptr=STREAM["python"]))
+
+N_VALUES = len(FWD.spec.params) + len(FWD.spec.symbols)
+python_launches = []
+packed = object.__new__(driver.PackedLaunch)
+
+def python_launch(function, gx, gy, gz, bx, by, bz, shared, stream, address, extra):
+    python_launches.append({"function": function, "grid": [gx, gy, gz], "block": [bx, by, bz], "shared": shared,
+                            "stream": stream, "params": list(packed._values)})
+    return ("ok",)
+
+packed.__dict__.update(_launch=python_launch, _success="ok", _function=FUNCTION, _name=FWD.spec.name,
+                       _values=(ctypes.c_uint64 * N_VALUES)(), _address=0, _streams={}, _stream_type=int,
+                       _lock=threading.Lock(), handle=FUNCTION)
+k = KernelLauncher(FWD.spec, FWD.folder, FWD.header)
+k.function = lambda d, arch: packed
+FAKE.fake_set_launch(0, N_VALUES)
+"""
+
+
+def test_the_compiled_path_calls_the_driver_with_what_the_python_path_passes_it(tmp_path: Path) -> None:
+    got = run(tmp_path, LAUNCHER + r"""
+k(*fwd_args())                                   # planned by the Python path, taught to the compiled one
+k(*fwd_args())                                   # the current stream, read through CuPy's C function
+STREAM.update(c=2, python=0)                     # CuPy's C pointer is ambiguous: stream_handle decides
+k(*fwd_args())
+STREAM.update(c=0x51, python=0x51)
+k(*fwd_args(), stream=ProtocolStream(0x5678))
+FAKE.fake_set_context(None, 0, 0)                # no current context: the Python path
+k(*fwd_args())
+FAKE.fake_set_context(0x1234, 1, 0)              # device 1's context is current: not the plan's device
+k(*fwd_args())
+FAKE.fake_set_context(0x1234, 0, 3)              # CUDA_ERROR_NOT_INITIALIZED
+k(*fwd_args())
+FAKE.fake_set_context(0x1234, 0, 0)
+FAKE.fake_set_launch(719, N_VALUES)              # the driver refuses it: the Python path launches again
+k(*fwd_args())
+report(c=launches(), python=python_launches, hits=k._fast.hits, handovers=k._fast.handovers,
+       driver=EXT.driver(), stream=EXT.current_stream())
+""")
+    assert got["driver"] == "libcuda loaded" and got["stream"] == "cupy_backends.cuda.stream.get_current_stream_ptr"
+    c, python = got["c"], got["python"]
+    assert [launch["stream"] for launch in c] == [0x51, 0, 0x5678, 0x51]
+    assert [launch["stream"] for launch in python] == [0x51] * 5  # planned; 3 handed over; refused
+    assert got["hits"] == 3 and got["handovers"] == 5
+    first = python[0]
+    for launch in c:  # byte for byte what PackedLaunch gives cuLaunchKernel
+        assert launch["params"] == first["params"] and launch["function"] == first["function"]
+        assert (launch["grid"], launch["block"], launch["shared"]) == (first["grid"], first["block"], first["shared"])
+        assert launch["per_thread"] == 0 and launch["host_function_ran"] == -1
+
+
+def test_the_driver_entry_points_are_those_cuda_bindings_resolves(tmp_path: Path) -> None:
+    script = LAUNCHER + r"""
+k(*fwd_args())
+k(*fwd_args())
+report(c=launches(), requests=requests())
+"""
+    legacy = run(tmp_path / "legacy", script)
+    assert legacy["requests"] == ["cuLaunchKernel 4000 0", "cuCtxGetCurrent 4000 0", "cuCtxGetDevice 2000 0"]
+    assert [launch["per_thread"] for launch in legacy["c"]] == [0]
+    # cuda.bindings takes the per-thread default stream's entry points wherever this variable is set (to
+    # anything): handle 0 is then the calling thread's default stream, not the legacy one.
+    for value in ("1", "0"):
+        ptds = run(tmp_path / f"ptds{value}", script, env={"CUDA_PYTHON_CUDA_PER_THREAD_DEFAULT_STREAM": value})
+        assert ptds["requests"] == ["cuLaunchKernel 4000 2", "cuCtxGetCurrent 4000 2", "cuCtxGetDevice 2000 2"]
+        assert [launch["per_thread"] for launch in ptds["c"]] == [1]
+
+
+def test_a_launch_waiting_for_a_host_function_lets_it_take_the_gil(tmp_path: Path) -> None:
+    """A stream's queue is full, or CUDA_LAUNCH_BLOCKING=1 is set, behind a host function that runs Python
+    (CuPy's ``Stream.launch_host_func``): cuLaunchKernel returns once that function has run, which needs
+    the GIL. A launch made holding it would wait forever (here: 2 s, then it records that it gave up)."""
+    got = run(tmp_path, LAUNCHER + r"""
+from layoutgen.runtime._fastlaunch import Steps
+ran = []
+host_function = ctypes.CFUNCTYPE(None)(lambda: ran.append(1))
+k(*fwd_args())
+FAKE.fake_set_host_function(host_function)
+k(*fwd_args())                                      # the launcher's compiled launch
+FAKE.fake_set_launch(0, 1)
+steps = Steps("program", 1, ((packed, FUNCTION, 3, 64, 0, (0,), ()),))
+done = steps.launch((0x7F0000000000,), ProtocolStream(7))  # a program's
+time.sleep(0.5)                                     # a callback that gave up on the GIL gets it now
+FAKE.fake_set_host_function(None)
+report(c=launches(), ran=len(ran), steps=done)
+""")
+    assert [launch["host_function_ran"] for launch in got["c"]] == [1, 1] and got["ran"] == 2
+    assert got["steps"] == 1 and got["c"][1]["params"] == [0x7F0000000000] and got["c"][1]["stream"] == 7
