@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -33,40 +32,13 @@ from typing import Any
 from registry import HERE, INCLUDE, QUICK, VARIANTS, Variant
 
 REPO = HERE.parents[2]
-sys.path.insert(0, str(REPO))
+sys.path[:0] = [str(REPO), str(REPO / "benchmarks")]
+
+from bench_roofline import copy_ceiling, time_ms  # noqa: E402  (the same timer and ceiling as the roofline table)
 B, K = 4096, 512
 ROWS = B * K
 BYTES = {"fwd": ROWS * (160 + 320), "bwd": ROWS * (480 + 160)}
-REPS, BATCH = 20, 5
 GENERATED = {"generated_fwd": "fwd", "generated_bwd": "bwd"}  # pseudo-variants: the generated launchers
-
-
-def time_ms(fn: Callable[[], object]) -> float:
-    import cupy
-
-    for _ in range(3):
-        fn()
-    start, stop = cupy.cuda.Event(), cupy.cuda.Event()
-    times = []
-    for _ in range(REPS):
-        start.record()
-        for _ in range(BATCH):
-            fn()
-        stop.record()
-        stop.synchronize()
-        times.append(cupy.cuda.get_elapsed_time(start, stop) / BATCH)
-    return statistics.median(times)
-
-
-def copy_ceiling() -> float:
-    """Bytes a second (read + written) of a 1 GiB device-to-device copy."""
-    import cupy
-
-    nbytes = 1 << 30
-    src, dst = cupy.empty(nbytes, cupy.uint8), cupy.empty(nbytes, cupy.uint8)
-    ms = time_ms(lambda: cupy.cuda.runtime.memcpyAsync(dst.data.ptr, src.data.ptr, nbytes,
-                                                       cupy.cuda.runtime.memcpyDeviceToDevice, 0))
-    return 2 * nbytes / (ms * 1e-3)
 
 
 def compile_kernel(variant: Variant, folder: Path) -> tuple[Any, dict[str, Any]]:

@@ -3,7 +3,7 @@
     .venv/bin/python benchmarks/roofline/variants/host_check.py [name ...]
 
 Each kernel is built with g++ on tests/host/cuda_block_shim.h (a block's threads are host threads meeting at
-real barriers) and host_shim.h here (the warp's m16n8k8 TF32 mma emulated); cp.async copies happen at once.
+real barriers, the warp's m16n8k8 TF32 mma emulated); cp.async copies happen at once.
 Shapes give last tiles of 1 and of 127 rows, a single tile and many tiles; persistent kernels run on 1 to 3
 blocks, so that every block loops over several tiles and every stage of the ring is used. Inputs are random,
 outputs poisoned with NaN, grad_W and grad_b start non-zero. Tolerances are those of tests/test_vsn_host.py:
@@ -44,7 +44,7 @@ def build(variant: Variant, folder: Path) -> Any:
     shared = "smem" if variant.file.parent == HAND else "vsn_smem"
     harness = folder / f"{variant.name}_host.cpp"
     harness.write_text(
-        '#include "host_shim.h"\n'
+        '#include "cuda_block_shim.h"\n'
         f"alignas(16) unsigned char {shared}[256 * 1024];\n"
         f'#include "{variant.file}"\n'
         f'extern "C" void host_launch({params}, int grid, int block) {{\n'

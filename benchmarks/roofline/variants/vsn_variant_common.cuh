@@ -2,9 +2,10 @@
 // tiles into shared memory (pitch 44 floats: 11 groups of 16 bytes, an odd number, so that a thread per row
 // reading its row's groups meets no bank conflict), a guard on the dynamic shared memory the launch gave,
 // and the TF32 tensor-core pieces (round to TF32, m16n8k8 mma). On the host (tests through
-// tests/host/cuda_block_shim.h and host_shim.h beside this file, no __CUDA_ARCH__) each device-only piece has
-// a plain C++ equivalent: copies happen at once, waits do nothing, the mma is emulated across the warp.
+// tests/host/cuda_block_shim.h, no __CUDA_ARCH__) each device-only piece has a plain C++ equivalent:
+// copies happen at once, waits do nothing, the mma is the shim's emulation across the warp.
 #pragma once
+#include "vsn_tf32.cuh"
 
 // The block's dynamic shared memory, carved by each kernel (the host harness defines it).
 extern __shared__ __align__(16) unsigned char vsn_smem[];
@@ -70,21 +71,14 @@ __device__ __forceinline__ void require_launch([[maybe_unused]] unsigned threads
 #endif
 }
 
-// ---- TF32 tensor cores (mma.sync m16n8k8, row.col, f32 accumulate) ----------------------------------
-// Fragments (PTX ISA, "Matrix Fragments for mma.m16n8k8" .tf32), g = lane / 4, t = lane % 4:
-//   A 16x8 (row major): a0 = A[g][t], a1 = A[g+8][t], a2 = A[g][t+4], a3 = A[g+8][t+4]
-//   B 8x8 (column major): b0 = B[t][g], b1 = B[t+4][g]
-//   C 16x8: c0 = C[g][2t], c1 = C[g][2t+1], c2 = C[g+8][2t], c3 = C[g+8][2t+1]
+// ---- TF32 tensor cores: the kernels by hand's own arithmetic (examples/vsn/include/vsn_tf32.cuh, on every
+// compile's include path), and one split of the variants' own.
+using vsn::bits_float;
+using vsn::mma_3xtf32;
+using vsn::mma_tf32;
+using vsn::shfl_xor;
+using vsn::tf32_bits;
 
-__device__ __forceinline__ float bits_float(unsigned u) {
-#if defined(__CUDA_ARCH__)
-    return __uint_as_float(u);
-#else
-    float f;
-    __builtin_memcpy(&f, &u, sizeof f);
-    return f;
-#endif
-}
 __device__ __forceinline__ unsigned float_bits(float f) {
 #if defined(__CUDA_ARCH__)
     return __float_as_uint(f);
@@ -94,54 +88,17 @@ __device__ __forceinline__ unsigned float_bits(float f) {
     return u;
 #endif
 }
-// `f` rounded to TF32 (10 mantissa bits, to nearest, ties away from zero), as the bits of an f32.
-__device__ __forceinline__ unsigned tf32_bits(float f) {
-#if defined(__CUDA_ARCH__)
-    unsigned u;
-    asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(u) : "f"(f));
-    return u;
-#else
-    unsigned u;
-    __builtin_memcpy(&u, &f, sizeof u);
-    return (u + 0x1000u) & 0xffffe000u;  // finite inputs only, which is all the kernels give it
-#endif
-}
-// The 3xTF32 split: f = hi + lo to about 22 bits, each part rounded to TF32 (cvt.rna: about 5 instructions
-// each on sm_90). FAST: hi is f truncated to TF32 (one AND), lo the exact rest (one FADD), passed as f32 bits
-// that the tensor core truncates to TF32 itself: about 21 bits, 2 instructions instead of about 10.
+// The 3xTF32 split: vsn::split_tf32 (each part rounded to TF32 with cvt.rna: about 5 instructions each on
+// sm_90), or FAST: hi is f truncated to TF32 (one AND), lo the exact rest (one FADD), passed as f32 bits that
+// the tensor core truncates to TF32 itself: about 21 bits, 2 instructions instead of about 10.
 template <bool FAST = false>
 __device__ __forceinline__ void split_tf32(float f, unsigned& hi, unsigned& lo) {
     if constexpr (FAST) {
         hi = float_bits(f) & 0xffffe000u;
         lo = float_bits(f - bits_float(hi));
     } else {
-        hi = tf32_bits(f);
-        lo = tf32_bits(f - bits_float(hi));
+        vsn::split_tf32(f, hi, lo);
     }
 }
-
-#if !defined(__CUDA_ARCH__)
-inline void vsn_variants_host_mma(float c[4], const unsigned a[4], const unsigned b[2]);  // host_shim.h
-#endif
-
-// c += A * B for one m16n8k8 tile, the whole warp together.
-__device__ __forceinline__ void mma_tf32(float c[4], const unsigned a[4], const unsigned b[2]) {
-#if defined(__CUDA_ARCH__)
-    asm("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
-        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
-#else
-    vsn_variants_host_mma(c, a, b);
-#endif
-}
-// c += A * B to about f32 accuracy: the three products of the split that matter, the small ones first.
-__device__ __forceinline__ void mma_3xtf32(float c[4], const unsigned ah[4], const unsigned al[4],
-                                           const unsigned bh[2], const unsigned bl[2]) {
-    mma_tf32(c, al, bh);
-    mma_tf32(c, ah, bl);
-    mma_tf32(c, ah, bh);
-}
-
-__device__ __forceinline__ float shfl_xor(float v, int mask) { return __shfl_xor_sync(0xffffffffu, v, mask); }
 
 }  // namespace vsn_variants
