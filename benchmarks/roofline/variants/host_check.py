@@ -13,9 +13,6 @@ must also equal it bit for bit. Exit status 1 if any check failed.
 
 from __future__ import annotations
 
-import ctypes
-import shutil
-import subprocess
 import sys
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
@@ -29,45 +26,18 @@ from registry import HAND, HERE, INCLUDE, VARIANTS, Variant
 REPO = HERE.parents[2]
 sys.path.insert(0, str(REPO))
 from examples.vsn import reference as ref  # noqa: E402
+from tests.test_vsn_host import BWD, FWD, cooperative, launch  # noqa: E402
 
-FWD = "const float* x, const float* w, const float* b, float* gates, float* y, long long B, long long K"
-BWD = ("const float* x, const float* w, const float* gates, const float* gy, float* gx, float* gw, float* gb, "
-       "long long B, long long K")
 SHAPES = [(1, 129), (3, 85), (4, 25), (7, 300)]  # B * K = 129, 255, 100, 2100 rows
 Arr = np.ndarray[Any, Any]
 
 
 def build(variant: Variant, folder: Path) -> Any:
-    """The variant compiled for the host: ``fn(*pointers, B, K, grid, block)``."""
-    params = FWD if variant.kind == "fwd" else BWD
-    args = ", ".join(p.rsplit(" ", 1)[-1].lstrip("*") for p in params.split(", "))
+    """The variant compiled for the host, as tests/test_vsn_host.py builds the kernels: ``fn(*pointers, B, K,
+    grid, block)``."""
     shared = "smem" if variant.file.parent == HAND else "vsn_smem"
-    harness = folder / f"{variant.name}_host.cpp"
-    harness.write_text(
-        '#include "cuda_block_shim.h"\n'
-        f"alignas(16) unsigned char {shared}[256 * 1024];\n"
-        f'#include "{variant.file}"\n'
-        f'extern "C" void host_launch({params}, int grid, int block) {{\n'
-        f"    lg_host_run(grid, block, [&] {{ {variant.name}({args}); }});\n"
-        "}\n",
-        encoding="utf-8",
-    )
-    library = folder / f"{variant.name}.so"
-    compiler = shutil.which("g++") or "g++"
-    run = subprocess.run(
-        [compiler, "-std=c++20", "-O2", "-shared", "-fPIC", "-pthread", "-Wall", "-Werror", "-Wno-unused-variable",
-         "-Wno-unknown-pragmas", "-I", str(HERE), "-I", str(REPO / "tests" / "host"), "-I", str(INCLUDE),
-         str(harness), "-o", str(library)],
-        capture_output=True, text=True, timeout=600,
-    )
-    if run.returncode != 0:
-        raise RuntimeError(run.stderr[-4000:])
-    return ctypes.CDLL(str(library)).host_launch
-
-
-def launch(fn: Any, arrays: list[Arr], b: int, k: int, grid: int, block: int) -> None:
-    fn(*[ctypes.c_void_p(a.ctypes.data) for a in arrays], ctypes.c_longlong(b), ctypes.c_longlong(k),
-       ctypes.c_int(grid), ctypes.c_int(block))
+    return cooperative(folder, variant.file, variant.name, FWD if variant.kind == "fwd" else BWD, shared,
+                       (HERE, INCLUDE))
 
 
 def f32(a: Arr) -> Arr:
