@@ -29,7 +29,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from registry import HERE, INCLUDE, QUICK, VARIANTS, Variant
+from registry import HERE, QUICK, VARIANTS, Variant, compile_request
 
 REPO = HERE.parents[2]
 sys.path[:0] = [str(REPO), str(REPO / "benchmarks")]
@@ -47,25 +47,17 @@ def compile_kernel(variant: Variant, folder: Path) -> tuple[Any, dict[str, Any]]
 
     arch = f"sm_{cupy.cuda.Device().compute_capability}"
     started = time.perf_counter()
-    source = variant.file.read_text()
-    try:
-        from layoutgen.runtime.nvrtc import CompileRequest, compile_cubin
-    except ImportError:
-        module = cupy.RawModule(code=source, options=(f"-arch={arch}", "-std=c++17", f"-I{HERE}", f"-I{INCLUDE}"))
-        kernel = module.get_function(variant.name)
-        spills = None
-    else:
-        headers = tuple((p.name, p.read_text()) for p in sorted(HERE.glob("*.cuh")))
-        result = compile_cubin(CompileRequest(source=source, name=variant.file.name, headers=headers, arch=arch,
-                                              report=True, include_dirs=(str(INCLUDE),)))
-        cubin = folder / f"{variant.name}.cubin"
-        cubin.write_bytes(result.cubin)
-        kernel = cupy.RawModule(path=str(cubin)).get_function(variant.name)
-        # The registers are the loaded kernel's; the spills only ptxas' report says. On the H200 the report of
-        # a second compile in one process once named no kernel (a KeyError here, so the bitwise variants never
-        # ran): a report without this kernel gives no spill count instead of failing the variant.
-        resources = {r.kernel: r for r in result.resources}.get(variant.name)
-        spills = None if resources is None else resources.spill_stores + resources.spill_loads
+    from layoutgen.runtime.nvrtc import compile_cubin
+
+    result = compile_cubin(compile_request(variant.file, arch))
+    cubin = folder / f"{variant.name}.cubin"
+    cubin.write_bytes(result.cubin)
+    kernel = cupy.RawModule(path=str(cubin)).get_function(variant.name)
+    # The registers are the loaded kernel's; the spills only ptxas' report says. On the H200 the report of a
+    # second compile in one process once named no kernel (a KeyError here, so the bitwise variants never ran):
+    # a report without this kernel gives no spill count instead of failing the variant.
+    resources = {r.kernel: r for r in result.resources}.get(variant.name)
+    spills = None if resources is None else resources.spill_stores + resources.spill_loads
     kernel.max_dynamic_shared_size_bytes = variant.shared
     return kernel, {"registers": kernel.attributes["num_regs"], "spills": spills,
                     "compile_s": time.perf_counter() - started}

@@ -12,17 +12,16 @@ import argparse
 import sys
 import time
 
-from registry import HERE, INCLUDE, VARIANTS
+from registry import HERE, VARIANTS, compile_request
 
 sys.path.insert(0, str(HERE.parents[2]))
-from layoutgen.runtime.nvrtc import CompileError, CompileRequest, compile_cubin, nvrtc_version  # noqa: E402
+from layoutgen.runtime.nvrtc import CompileError, compile_cubin, nvrtc_version  # noqa: E402
 
 
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--arch", default="sm_90")
     args = parser.parse_args()
-    headers = tuple((p.name, p.read_text()) for p in sorted(HERE.glob("*.cuh")))
     print(f"NVRTC {'.'.join(map(str, nvrtc_version()))}, {args.arch}")
     print(f"{'variant':<24} {'regs':>5} {'spill st':>9} {'spill ld':>9} {'stack':>6} {'block':>6} {'shared B':>9} "
           f"{'compile s':>10}")
@@ -32,8 +31,7 @@ def main() -> int:
             continue
         started = time.perf_counter()
         try:
-            result = compile_cubin(CompileRequest(source=v.file.read_text(), name=v.file.name, headers=headers,
-                                                  arch=args.arch, report=True, include_dirs=(str(INCLUDE),)))
+            result = compile_cubin(compile_request(v.file, args.arch))
         except CompileError as exc:
             print(f"{v.name:<24} FAILED: {exc.log.strip()[-2000:]}")
             status = 1

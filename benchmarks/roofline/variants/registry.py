@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 HERE = Path(__file__).resolve().parent
 HAND = HERE.parent  # benchmarks/roofline: vsn_fwd_hand.cu, vsn_bwd_hand.cu
@@ -87,3 +88,13 @@ VARIANTS: tuple[Variant, ...] = (
 
 QUICK = ("vsn_fwd_hand", "vsn_fwd_f32", "vsn_fwd_r4_tiles", "vsn_fwd_tc", "vsn_fwd_tc_fast", "vsn_bwd_hand",
          "vsn_bwd_f32", "vsn_bwd_split128", "vsn_bwd_tc_w4", "vsn_bwd_tc_fast")
+
+
+def compile_request(source: Path, arch: str) -> Any:
+    """The NVRTC request (layoutgen.runtime.nvrtc) of one kernel file of this folder or a kernel by hand: its
+    text, the headers of this folder, and the VSN project's include folder; with the compile report."""
+    from layoutgen.runtime.nvrtc import CompileRequest  # the tree is on sys.path by the time this is asked
+
+    headers = tuple((p.name, p.read_text()) for p in sorted(HERE.glob("*.cuh")))
+    return CompileRequest(source=source.read_text(), name=source.name, headers=headers, arch=arch, report=True,
+                          include_dirs=(str(INCLUDE),))

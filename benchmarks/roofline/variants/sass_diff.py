@@ -5,8 +5,8 @@
 
 Both are compiled as the launchers compile them (layoutgen's compile_cubin: NVRTC, sm_90), then disassembled
 with cuobjdump -sass ($CUOBJDUMP, else the one on PATH; `pip install --target DIR nvidia-cuda-cuobjdump` has
-one). CuPy's nvrtc.getCUBIN hands back the cubin one byte short of nvrtcGetCUBINSize (the driver loads it,
-cuobjdump refuses it): the missing last byte is put back (a zero) before disassembling.
+one). compile_cubin hands back the whole cubin (layoutgen/runtime/elf.py puts back the last byte that
+CuPy's nvrtc.getCUBIN drops, which cuobjdump would refuse the image without).
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ def sass(source: Path, headers: tuple[tuple[str, str], ...], folder: Path, cuobj
     result = compile_cubin(CompileRequest(source=source.read_text(), name=source.name, headers=headers,
                                           arch="sm_90", report=True, include_dirs=(str(INCLUDE),)))
     cubin = folder / f"{source.stem}.cubin"
-    cubin.write_bytes(result.cubin + b"\0")
+    cubin.write_bytes(result.cubin)  # whole: compile_cubin restores the byte CuPy's getCUBIN drops
     text = subprocess.run([cuobjdump, "-sass", str(cubin)], capture_output=True, text=True, check=True).stdout
     print(f"{source.name}: {result.resources[0]}")
     return [m.group(1).strip() for line in text.splitlines() if (m := INSTRUCTION.match(line))]
@@ -66,9 +66,10 @@ def main() -> int:
         print(f"{op:<10} {counts_a[op]:>10} {counts_b[op]:>10} {diff:>+6}")
     print(f"{'total':<10} {len(a):>10} {len(b):>10} {len(a) - len(b):>+6}")
     # Branch targets are addresses: compare the streams without them.
-    strip = [re.sub(r"0x[0-9a-f]+", "ADDR", i) if opcode(i) in ("BRA", "BSSY", "CALL", "MOV") else i for i in a]
-    strip_b = [re.sub(r"0x[0-9a-f]+", "ADDR", i) if opcode(i) in ("BRA", "BSSY", "CALL", "MOV") else i for i in b]
-    matcher = difflib.SequenceMatcher(a=strip, b=strip_b, autojunk=False)
+    def without_targets(stream: list[str]) -> list[str]:
+        return [re.sub(r"0x[0-9a-f]+", "ADDR", i) if opcode(i) in ("BRA", "BSSY", "CALL", "MOV") else i for i in stream]
+
+    matcher = difflib.SequenceMatcher(a=without_targets(a), b=without_targets(b), autojunk=False)
     spans: list[list[int]] = []  # differing ranges of the generated stream, merged where < 64 apart
     for tag, i1, i2, j1, j2 in matcher.get_opcodes():
         if tag == "equal":
