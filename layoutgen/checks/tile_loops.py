@@ -10,6 +10,7 @@ over ``tiles`` to the end of its statement: its braces' match, or the ``;`` that
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
 from collections.abc import Sequence
 
 # `for (const lg::Tile t : tiles)`, `for (auto t : tiles)`: a range-for over the grid's `tiles`.
@@ -25,7 +26,7 @@ def lines_in_tile_loops(codes: Sequence[str]) -> frozenset[int]:
     inside: set[int] = set()
     for loop in _TILE_LOOP.finditer(text):
         end = _statement_end(text, loop.end())
-        first, last = _line_of(starts, loop.start()), _line_of(starts, end)
+        first, last = bisect_right(starts, loop.start()) - 1, bisect_right(starts, end) - 1  # their lines
         inside.update(range(first, last + 1))
     return frozenset(inside)
 
@@ -50,14 +51,3 @@ def _statement_end(text: str, at: int) -> int:
             return n
     return len(text) - 1
 
-
-def _line_of(starts: Sequence[int], offset: int) -> int:
-    """The index of the line that holds character ``offset``."""
-    low, high = 0, len(starts) - 1
-    while low < high - 1:
-        mid = (low + high) // 2
-        if starts[mid] <= offset:
-            low = mid
-        else:
-            high = mid
-    return low
