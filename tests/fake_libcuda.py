@@ -138,6 +138,12 @@ CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int version, uint64
         snprintf(requests[n_requests++], sizeof requests[0], "%s %d %llu", symbol, version,
                  (unsigned long long)flags);
     *pfn = NULL;
+    if (strcmp(symbol, "cuLaunchKernel") == 0 && (flags & 2) && version < 7000) {
+        /* as the real driver answers: the per-thread entry points date from CUDA 7.0 */
+        if (status != NULL)
+            *status = 2;  /* CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT */
+        return 0;
+    }
     if (strcmp(symbol, "cuLaunchKernel") == 0)
         *pfn = (flags & 2) ? (void *)cuLaunchKernel_ptsz : (void *)cuLaunchKernel;
     else if (strcmp(symbol, "cuCtxGetCurrent") == 0)

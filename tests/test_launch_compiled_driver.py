@@ -14,9 +14,7 @@ libcuda is the fake one; the Python path's launches are recorded by a
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
-import pytest
 
 from tests.fake_libcuda import run
 
@@ -66,7 +64,7 @@ def python_launch(function, gx, gy, gz, bx, by, bz, shared, stream, address, ext
 packed.__dict__.update(_launch=python_launch, _success="ok", _function=FUNCTION, _name=FWD.spec.name,
                        _values=(ctypes.c_uint64 * N_VALUES)(), _address=0, _streams={}, _stream_type=int,
                        _lock=threading.Lock(), handle=FUNCTION)
-k = KernelLauncher(FWD.spec, FWD.folder, FWD.header)
+k = FWD.fresh()
 k.function = lambda d, arch: packed
 FAKE.fake_set_launch(0, N_VALUES)
 """
@@ -117,7 +115,7 @@ report(c=launches(), requests=requests())
     # anything): handle 0 is then the calling thread's default stream, not the legacy one.
     for value in ("1", "0"):
         ptds = run(tmp_path / f"ptds{value}", script, env={"CUDA_PYTHON_CUDA_PER_THREAD_DEFAULT_STREAM": value})
-        assert ptds["requests"] == ["cuLaunchKernel 4000 2", "cuCtxGetCurrent 4000 2", "cuCtxGetDevice 2000 2"]
+        assert ptds["requests"] == ["cuLaunchKernel 7000 2", "cuCtxGetCurrent 4000 2", "cuCtxGetDevice 2000 2"]
         assert [launch["per_thread"] for launch in ptds["c"]] == [1]
 
 

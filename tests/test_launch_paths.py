@@ -240,7 +240,7 @@ def test_without_libcuda_the_compiled_path_hands_over_to_the_drivers_launch(devi
         _values=(ctypes.c_uint64 * 7)(), _address=0, _streams={}, _stream_type=int, _lock=threading.Lock(),
         handle=0xF00D)
     monkeypatch.setattr(driver, "stream_handle", lambda stream, kernel="": 0)
-    k = KernelLauncher(FWD.spec, FWD.folder, FWD.header)
+    k = FWD.fresh()
     k.function = lambda d, arch: packed_launch  # type: ignore[method-assign]
     for _ in range(2):
         k(*fwd_args())
@@ -289,16 +289,16 @@ def test_kinds_the_c_side_does_not_know_are_not_read_there() -> None:
 
 def test_the_environment_variable_forces_the_python_path(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(PYTHON_LAUNCH_ENV, "1")
-    assert launch.launch_path() == "python" and KernelLauncher(FWD.spec, FWD.folder, FWD.header)._fast is None
+    assert launch.launch_path() == "python" and FWD.fresh()._fast is None
     assert fastpath.launch_path_text() == "launch path: python (LAYOUTGEN_PYTHON_LAUNCH is set)"
     monkeypatch.setenv(PYTHON_LAUNCH_ENV, "0")
-    assert launch.launch_path() == "compiled" and KernelLauncher(FWD.spec, FWD.folder, FWD.header)._fast is not None
+    assert launch.launch_path() == "compiled" and FWD.fresh()._fast is not None
 
 
 def test_the_python_path_is_the_default_until_the_compiled_one_has_run_on_a_gpu(
         monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv(PYTHON_LAUNCH_ENV, raising=False)
-    assert launch.launch_path() == "python" and KernelLauncher(FWD.spec, FWD.folder, FWD.header)._fast is None
+    assert launch.launch_path() == "python" and FWD.fresh()._fast is None
     assert fastpath.launch_path_text() == ("launch path: python (the default until the compiled path has run on a "
                                            "GPU; LAYOUTGEN_PYTHON_LAUNCH=0 turns it on)")
 

@@ -125,7 +125,7 @@ def test_good_arrays_bind_to_pointers_in_parameter_order_and_symbols() -> None:
 
 
 def test_bind_again_and_with_other_shapes() -> None:
-    launcher = KernelLauncher(FWD.spec, FWD.folder, FWD.header)
+    launcher = FWD.fresh()
     for b, k in [(4, 8), (4, 8), (2, 3), (4, 8), (1, 1), (0, 5), (2, 3)]:
         pointers, bound = launcher.bind(fwd_args(b, k), device=0)
         assert bound == {"B": b, "K": k}
@@ -532,7 +532,7 @@ def counted(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
 
 def fresh() -> KernelLauncher:
-    return KernelLauncher(FWD.spec, FWD.folder, FWD.header)
+    return FWD.fresh()
 
 
 def test_a_shape_that_passed_is_not_checked_again(counted: list[str]) -> None:
@@ -618,7 +618,6 @@ def test_empty_refuses_wrong_leading_dims_before_allocating(layout: Any, shape: 
 @pytest.fixture
 def no_gpu_launch(monkeypatch: pytest.MonkeyPatch) -> list[tuple[Any, ...]]:
     """The launcher's device, arch and kernel faked: what would be launched is recorded."""
-    import cupy
 
     launched: list[tuple[Any, ...]] = []
 

@@ -97,7 +97,9 @@ static int load_driver(void) {
     const char *names[] = {"cuLaunchKernel", "cuCtxGetCurrent", "cuCtxGetDevice"};
     const char *symbols[] = {per_thread_stream ? "cuLaunchKernel_ptsz" : "cuLaunchKernel", "cuCtxGetCurrent",
                              "cuCtxGetDevice"};
-    const int versions[] = {4000, 4000, 2000};
+    /* cuLaunchKernel's per-thread-stream entry point dates from CUDA 7.0: asked for at 4000 with that flag, the
+     * driver finds nothing */
+    const int versions[] = {per_thread_stream ? 7000 : 4000, 4000, 2000};
     void *found[3];
     for (int k = 0; k < 3; k++) {
         found[k] = NULL;

@@ -91,6 +91,11 @@ class KernelLauncher:
         self._fast = fastpath.compiled_path(self.spec, self._python_path, self._scalar_check)
         self.entry = self._python_path if self._fast is None else self._fast
 
+    def fresh(self) -> KernelLauncher:
+        """A launcher of the same kernel, header, cache and include folders with nothing compiled, planned or
+        taught; its launch path is chosen anew from the environment (``LAYOUTGEN_PYTHON_LAUNCH``)."""
+        return KernelLauncher(self.spec, self.folder, self.header, self.cache_dir, self.include_dirs)
+
     def bind(self, arrays: tuple[Any, ...], device: int | None) -> tuple[list[int], dict[str, int]]:
         """Every argument checked against its parameter; the pointers and the bound symbols.
 

@@ -30,7 +30,6 @@ def _refused(code: str, fragment: str, **args):  # type: ignore[no-untyped-def]
 
     import generated.vsn as vsn
 
-    poison = [a.copy() for a in (args["gates"], args["y"]) if isinstance(a, cupy.ndarray)]
     with pytest.raises(LaunchError) as info:
         vsn.variable_selection_fwd(args["x"], args["W"], args["b"], args["gates"], args["y"])
     cupy.cuda.runtime.deviceSynchronize()
@@ -78,18 +77,20 @@ def test_host_array(args) -> None:  # type: ignore[no-untyped-def]
     _refused("LG608", "host array", **args)
 
 
-@pytest.mark.parametrize("offset", [2, 4], ids=["off-element", "off-vector"])
-def test_misaligned_pointer(args, offset: int) -> None:  # type: ignore[no-untyped-def]
+@pytest.mark.parametrize(("name", "offset"), [("b", 2), ("gates", 4)], ids=["off-element", "off-vector"])
+def test_misaligned_pointer(args, name: str, offset: int) -> None:  # type: ignore[no-untyped-def]
     """A base 2 bytes off (not even an element) and 4 bytes off (an element, but not the 16 bytes the kernel's
-    vector loads of `b` need): the alignment named is the one the generated launcher declares."""
+    vector stores of `gates` need): the alignment named is the one the generated launcher declares."""
     import cupy
 
     import generated.vsn as vsn
 
-    align = next(p.align for p in vsn._lg_kernel_variable_selection_fwd.spec.params if p.name == "b")
+    align = next(p.align for p in vsn._lg_kernel_variable_selection_fwd.spec.params if p.name == name)
     assert align > offset  # else the case would not be misaligned
-    raw = cupy.cuda.alloc(40 * 4 + 16)
-    args["b"] = cupy.ndarray((40,), cupy.float32, cupy.cuda.MemoryPointer(raw.mem, offset))
+    raw = cupy.cuda.alloc(args[name].nbytes + 16)
+    args[name] = cupy.ndarray(args[name].shape, cupy.float32, cupy.cuda.MemoryPointer(raw.mem, offset))
+    if name == "gates":  # an output: poisoned, so a kernel that ran shows (`b`, an element off, cannot be written)
+        args[name].fill(cupy.nan)
     _refused("LG606", f"needs its base pointer aligned to {align} bytes", **args)
 
 
