@@ -105,7 +105,6 @@ def generated_module(out: Path):  # type: ignore[no-untyped-def]
 
 
 def main() -> None:
-    os.environ.setdefault("LAYOUTGEN_PYTHON_LAUNCH", "0")  # the compiled path where it is built (not yet the default)
     import cupy
     import numpy as np
 
@@ -124,7 +123,7 @@ def main() -> None:
         from layoutgen.runtime.launch import KernelLauncher
         from layoutgen.runtime.nvrtc import CompileRequest
 
-        from layoutgen.runtime.fastpath import launch_path_text
+        from layoutgen.runtime.fastpath import extension, launch_path_text
         from layoutgen.runtime.paths import PYTHON_LAUNCH_ENV
 
         launcher = module.empty
@@ -184,6 +183,11 @@ def main() -> None:
     else:
         rows.append((f"Triton unavailable: {TRITON_MISSING}", float("nan")))
 
+    ext = extension()[0]
+    fast = module._lg_kernel_empty._fast
+    if ext is not None and fast is not None:  # what the compiled rows read at C level, and what they handed over
+        print(f"read at C level: { {k.__name__: v for k, v in ext.kinds().items()} }; compiled path: "
+              f"{fast.hits} calls launched, {fast.handovers} handed over to the Python path")
     base = next(us for name, us in rows if name == "raw CuPy RawKernel call")
     floor_us = next(us for name, us in rows if name == "C program: bare cuLaunchKernel loop")
     print(f"{'path':<52} {'µs/call':>9} {'vs raw CuPy':>12} {'vs C floor':>11}")

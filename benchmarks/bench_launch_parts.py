@@ -26,7 +26,6 @@ from bench_launch import N, ROOT, ROUNDS, generated_module, per_call_us
 
 
 def main() -> None:
-    os.environ.setdefault("LAYOUTGEN_PYTHON_LAUNCH", "0")  # the compiled path where it is built (not yet the default)
     import cupy
 
     from layoutgen.runtime import fastpath, launch

@@ -13,7 +13,6 @@ table; no assertion.
 
 from __future__ import annotations
 
-import os
 import importlib
 import statistics
 import sys
@@ -68,7 +67,6 @@ def generated_module(out: Path):  # type: ignore[no-untyped-def]
 
 
 def main() -> None:
-    os.environ.setdefault("LAYOUTGEN_PYTHON_LAUNCH", "0")  # the compiled path where it is built (not yet the default)
     import cupy
 
     sys.path.insert(0, str(ROOT / "benchmarks" / "program"))

@@ -19,7 +19,6 @@ Prints a table; no assertion.
 
 from __future__ import annotations
 
-import os
 import importlib
 import sys
 import tempfile
@@ -43,7 +42,6 @@ def generated_package(out: Path):  # type: ignore[no-untyped-def]
 
 
 def main() -> None:
-    os.environ.setdefault("LAYOUTGEN_PYTHON_LAUNCH", "0")  # the compiled path where it is built (not yet the default)
     import torch
 
     B, K = 64, 32

@@ -4,8 +4,9 @@
 #   OUT=/tmp/gpu-logs benchmarks/on_gpu.sh [pytest arguments...]
 #   STEPS="roofline launch" benchmarks/on_gpu.sh
 #
-# STEPS (default "tests roofline launch torch program"): any of tests, compiled_tests (the GPU tests with
-# LAYOUTGEN_PYTHON_LAUNCH=0), roofline, launch, launch_parts, torch, program, copies, variants.
+# STEPS (default "tests roofline launch torch program"): any of tests, python_tests (the GPU tests again with
+# LAYOUTGEN_PYTHON_LAUNCH=1: launchers on the Python path), roofline, launch, launch_parts, torch, program,
+# copies, variants.
 #
 # Runs from the repository root with the tree on PYTHONPATH (the GPU machine installs nothing).
 # It first builds the compiled launch path in place when a C compiler and Python's headers are
@@ -47,8 +48,8 @@ step extension 120 bash -c build_extension
 for name in ${STEPS:-tests roofline launch torch program}; do
     if [ "$name" = tests ]; then
         step tests "${TESTS_S:-300}" python3 -m pytest -m gpu -q -rfEs -p no:cacheprovider tests/gpu "$@"
-    elif [ "$name" = compiled_tests ]; then  # the GPU tests again, launchers on the compiled path
-        LAYOUTGEN_PYTHON_LAUNCH=0 step compiled_tests "${TESTS_S:-300}" python3 -m pytest -m gpu -q -rfEs \
+    elif [ "$name" = python_tests ]; then  # the GPU tests again, launchers on the Python path
+        LAYOUTGEN_PYTHON_LAUNCH=1 step python_tests "${TESTS_S:-300}" python3 -m pytest -m gpu -q -rfEs \
             -p no:cacheprovider tests/gpu "$@"
     elif [ "$name" = variants ]; then
         step variants "${BENCH_S:-150}" python3 benchmarks/roofline/variants/bench_variants.py

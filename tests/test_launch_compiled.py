@@ -402,6 +402,31 @@ def test_every_refusal_of_torch_tensors_is_handed_over_and_refused_as_the_python
     assert results["compiled"][:2] == results["python"][:2]
 
 
+@pytest.mark.parametrize("attribute", ["is_neg", "requires_grad"])
+def test_torchs_neg_bit_and_grad_flag_replaced_on_the_class_are_what_the_compiled_path_reads(
+        device: dict[str, int], hooked: None, monkeypatch: pytest.MonkeyPatch, cpu_is_cuda: Any,
+        attribute: str) -> None:
+    """The compiled path calls torch's C functions for these directly, but only while the tensor's type finds
+    torch's own descriptors: one put in their place (on the class, after the extension took torch's) is
+    called as the Python path calls it, so both refuse alike (LG608 for a neg view, LG618 for a grad)."""
+    torch = cpu_is_cuda
+    good = fwd_torch(torch)
+
+    def run(k: KernelLauncher) -> Any:
+        k(*good)  # planned and taught: torch's descriptors taken
+        with monkeypatch.context() as patch:
+            if attribute == "is_neg":
+                patch.setattr(torch.Tensor, "is_neg", lambda self: True)
+            else:
+                patch.setattr(torch.Tensor, "requires_grad", property(lambda self: True))
+            return outcome(lambda: k(*good))
+
+    results = both_paths(monkeypatch, FWD.spec, run)
+    assert results["python"][0] is not None and results["python"][0][0] == ("LG608" if attribute == "is_neg"
+                                                                            else "LG618")
+    assert results["compiled"][:2] == results["python"][:2]
+
+
 def test_a_written_leaf_that_requires_grad_is_launched_under_no_grad_on_both_paths(
         device: dict[str, int], hooked: None, monkeypatch: pytest.MonkeyPatch, cpu_is_cuda: Any) -> None:
     torch = cpu_is_cuda

@@ -295,12 +295,15 @@ def test_the_environment_variable_forces_the_python_path(monkeypatch: pytest.Mon
     assert launch.launch_path() == "compiled" and FWD.fresh()._fast is not None
 
 
-def test_the_python_path_is_the_default_until_the_compiled_one_has_run_on_a_gpu(
-        monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv(PYTHON_LAUNCH_ENV, raising=False)
-    assert launch.launch_path() == "python" and FWD.fresh()._fast is None
-    assert fastpath.launch_path_text() == ("launch path: python (the default until the compiled path has run on a "
-                                           "GPU; LAYOUTGEN_PYTHON_LAUNCH=0 turns it on)")
+@pytest.mark.parametrize("value", [None, "", " 0 "], ids=["unset", "empty", "0"])
+def test_the_compiled_path_is_the_default_where_it_is_built(monkeypatch: pytest.MonkeyPatch,
+                                                            value: str | None) -> None:
+    if value is None:
+        monkeypatch.delenv(PYTHON_LAUNCH_ENV, raising=False)
+    else:
+        monkeypatch.setenv(PYTHON_LAUNCH_ENV, value)
+    assert launch.launch_path() == "compiled" and FWD.fresh()._fast is not None
+    assert fastpath.launch_path_text().startswith("launch path: compiled (")
 
 
 def test_a_debug_build_takes_the_python_path() -> None:

@@ -45,7 +45,6 @@ imported the Python path is used and a RuntimeWarning says so, once.
 from __future__ import annotations
 
 import importlib
-import os
 import sys
 import warnings
 from collections.abc import Callable, Mapping, Sequence
@@ -92,9 +91,6 @@ def launch_path_text() -> str:
     """One line saying which launch path is active and why: what ``python -m layoutgen.runtime`` prints."""
     module, reason = extension()
     if python_launch_forced():
-        if os.environ.get(PYTHON_LAUNCH_ENV, "").strip() == "":
-            return (f"launch path: python (the default until the compiled path has run on a GPU; "
-                    f"{PYTHON_LAUNCH_ENV}=0 turns it on)")
         return f"launch path: python ({PYTHON_LAUNCH_ENV} is set)"
     if module is None:
         return f"launch path: python ({reason})"

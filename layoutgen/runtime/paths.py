@@ -194,16 +194,9 @@ def prebuilt_dir(module_folder: Path) -> Path:
     return module_folder / PREBUILT_DIR
 
 
-#: Whether launchers take the Python path where ``$LAYOUTGEN_PYTHON_LAUNCH`` is unset or empty. The
-#: compiled path (runtime/_fastlaunch.c) is tested against the Python path call for call, but it has not yet
-#: run on a GPU (the driver's device and stream queries, CuPy's current stream through its C API): until it
-#: has, a user opts in with ``LAYOUTGEN_PYTHON_LAUNCH=0``.
-PYTHON_LAUNCH_BY_DEFAULT = True
-
-
 def python_launch_forced() -> bool:
-    """True when launchers built now take the Python launch path: ``$LAYOUTGEN_PYTHON_LAUNCH`` set to
-    anything but ``"0"``, or unset while :data:`PYTHON_LAUNCH_BY_DEFAULT`. Read when a launcher is built
-    (a generated module's, when the module is imported)."""
+    """True when launchers built now take the Python launch path whether or not the compiled one is built:
+    ``$LAYOUTGEN_PYTHON_LAUNCH`` set to anything but ``"0"`` or empty. Read when a launcher is built (a
+    generated module's, when the module is imported)."""
     value = os.environ.get(PYTHON_LAUNCH_ENV, "").strip()
-    return PYTHON_LAUNCH_BY_DEFAULT if value == "" else value != "0"
+    return value not in ("", "0")
