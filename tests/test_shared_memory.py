@@ -203,3 +203,37 @@ def test_docs_describe_shared_memory_and_the_grids() -> None:
     for heading in ("### `Grid.tiles`", "### `Grid.warps`", "### `Grid.persistent`", "### `Grid.general`",
                     "### Shared memory"):
         assert heading in grids, heading
+
+
+def test_a_function_loaded_at_the_handle_of_an_unloaded_one_gets_its_own_limit_raised(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The driver hands a CUfunction handle out again once the module that had it is unloaded (a launcher
+    collected). What occupancy learnt of the earlier function there (its limit raised past 48 KiB) must not
+    pass for the new one's: the new function's limit would stay at 48 KiB and its occupancy read 0 (LG625)."""
+    from types import SimpleNamespace
+
+    from tests.fake_device import FUNCTION, fake_device
+
+    import generated.vsn as vsn
+    from layoutgen.runtime import launch
+
+    import cupy
+
+    fake_device(monkeypatch)
+    limit = {"max": occupancy.DEFAULT_DYNAMIC_SHARED}  # the function's, at the handle: a new one's is 48 KiB
+    raised: list[tuple[int, int, int]] = []
+    monkeypatch.setattr(cupy.cuda.driver, "funcGetAttribute", lambda attr, fn: limit["max"])
+    monkeypatch.setattr(cupy.cuda.driver, "funcSetAttribute",
+                        lambda fn, attr, value: raised.append((0, fn, value)) or limit.update(max=value))
+    kernel = SimpleNamespace(kernel=SimpleNamespace(ptr=FUNCTION))  # each load: a new function at one handle
+    monkeypatch.setattr(launch, "_load", lambda *args: SimpleNamespace(get_function=lambda name: kernel))
+    fwd = vsn._lg_kernel_variable_selection_fwd
+    bound = {"B": 64, "K": 512}
+    _, shared = shared_offsets(fwd.spec.shared, bound)
+    assert shared > occupancy.DEFAULT_DYNAMIC_SHARED
+    for load in range(2):
+        limit["max"] = occupancy.DEFAULT_DYNAMIC_SHARED
+        function = fwd.fresh().function(0, "sm_90")  # a launcher of its own: its own module, loaded anew
+        assert function.handle == FUNCTION
+        occupancy.size_launch(fwd.spec, function, 0, 10_000, bound)
+        assert raised == [(0, FUNCTION, shared)] * (load + 1)

@@ -41,7 +41,7 @@ from .debug import check_fault, clear_fault, scan_outputs
 from .driver import Launch, check_stream, current_device, device_arch, find_device, make_launch, no_device_error
 from .errors import LaunchError, launch_error
 from .nvrtc import CompileRequest
-from .occupancy import size_launch
+from .occupancy import forget_function, size_launch
 from .plan import BlockRule, KernelSpec, LayoutSpec, ParamSpec, ScalarSpec, SharedArray
 from .readers import FAST_READERS as _FAST_READERS
 from .readers import cupy_reader as _cupy_reader  # noqa: F401  (named here by the tests, as before)
@@ -198,7 +198,9 @@ class KernelLauncher:
                                                         self.spec.source)
                     kernel = module.get_function(self.spec.name)
                     n_values = len(self.spec.params) + len(self.spec.scalars) + len(self.spec.symbols)
-                    fn = self._functions[key] = make_launch(kernel, n_values, self.spec.name)
+                    fn = make_launch(kernel, n_values, self.spec.name)
+                    forget_function(device, fn.handle)
+                    self._functions[key] = fn
         return fn
 
     def compile_request(self, arch: str) -> CompileRequest:

@@ -48,6 +48,18 @@ _RESIDENT: dict[tuple[int, int, int, int], int] = {}  # (device, function, block
 _LOCK = threading.Lock()  # raising a function's attribute: one thread at a time
 
 
+def forget_function(device: int, function: int) -> None:
+    """Forget what was asked of the driver about ``function`` on ``device``: called when a module is loaded
+    and hands out this handle. The driver reuses a CUfunction handle once the module that had it is unloaded
+    (a launcher collected), and an earlier function's raised shared-memory limit or occupancy at the same
+    handle is not the new one's: its limit would never be raised, and its occupancy read as 0 (LG625)."""
+    with _LOCK:
+        _STATIC.pop((device, function), None)
+        _ALLOWED.pop((device, function), None)
+        for key in [k for k in _RESIDENT if k[:2] == (device, function)]:
+            del _RESIDENT[key]
+
+
 def device_limits(device: int) -> DeviceLimits:
     """The device's opt-in shared memory per block and its multiprocessors; asked of CuPy once per device."""
     limits = _DEVICES.get(device)
