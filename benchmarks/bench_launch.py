@@ -6,7 +6,8 @@ Run on a GPU machine from the repository root:
 
 Each row launches an empty kernel with the same five arrays and two sizes,
 N times back to back, and reports the host time per call (median of several
-rounds). Prints a table; no assertion. The launcher rows take the compiled
+rounds, every row's rounds interleaved with the others', the C program run
+once a round). Prints a table; no assertion. The launcher rows take the compiled
 launch path where `runtime/_fastlaunch.c` is built (`pip install -e .`, or
 `python setup.py build_ext --inplace`; the line printed after the first row
 says which path ran), and the Python path where they say it is forced.
@@ -43,32 +44,57 @@ except ImportError as exc:  # pragma: no cover - reported in the table
 
 
 def per_call_us(fn: Callable[[], None], sync: Callable[[], None]) -> float:
+    """µs per call of ``fn``: the median of ROUNDS rounds of N calls after a warm-up (bench_launch_parts.py,
+    bench_torch.py and bench_program.py time their rows so, one row after the other)."""
+    warm_up(fn, sync)
+    return statistics.median(one_round(fn, sync) for _ in range(ROUNDS))
+
+
+def warm_up(fn: Callable[[], None], sync: Callable[[], None]) -> None:
     for _ in range(2000):
         fn()
     sync()
-    rounds = []
+
+
+def one_round(fn: Callable[[], None], sync: Callable[[], None]) -> float:
+    """µs per call of N calls of ``fn`` back to back, then ``sync``."""
+    start = time.perf_counter()
+    for _ in range(N):
+        fn()
+    sync()
+    return (time.perf_counter() - start) / N * 1e6
+
+
+def interleaved(rows: list[tuple[str, Callable[[], float]]]) -> list[tuple[str, float]]:
+    """Each row's median µs per call over ROUNDS rounds, taken in turn: round r of every row, then round r + 1.
+    A machine whose speed drifts during the run (a virtual machine's neighbours, clocks) moves every row
+    alike, so the ratios within the run hold; rows timed one after the other would each see a different
+    machine."""
+    rounds: dict[str, list[float]] = {name: [] for name, _ in rows}
     for _ in range(ROUNDS):
-        start = time.perf_counter()
-        for _ in range(N):
-            fn()
-        sync()
-        rounds.append((time.perf_counter() - start) / N * 1e6)
-    return statistics.median(rounds)
+        for name, round_us in rows:
+            rounds[name].append(round_us())
+    return [(name, statistics.median(rounds[name])) for name, _ in rows]
 
 
-def c_floor(out: Path) -> dict[str, float]:
-    """The C program's µs per call (benchmarks/launch/floor.cu, built with nvcc here), by way of launching;
-    empty where nvcc is missing or the build fails (said on stderr)."""
+def build_floor(out: Path) -> Path | None:
+    """benchmarks/launch/floor.cu built with nvcc; None where nvcc is missing or the build fails (said on
+    stderr)."""
     nvcc = shutil.which("nvcc") or next((str(p) for p in Path("/usr/local").glob("cuda*/bin/nvcc")), None)
     if nvcc is None:
         print("nvcc not found: no C floor", file=sys.stderr)
-        return {}
+        return None
     program = out / "floor"
     built = subprocess.run([nvcc, "-O2", "-arch=sm_90", "-o", str(program), str(ROOT / "benchmarks/launch/floor.cu"),
                             "-lcuda"], check=False, capture_output=True, text=True)
     if built.returncode:
         print(f"floor.cu did not build:\n{built.stderr}", file=sys.stderr)
-        return {}
+        return None
+    return program
+
+
+def c_floor(program: Path) -> dict[str, float]:
+    """One run of the C program: µs per call by way of launching (empty where it fails, said on stderr)."""
     ran = subprocess.run([str(program)], check=False, capture_output=True, text=True)
     if ran.returncode:
         print(f"floor failed:\n{ran.stderr}", file=sys.stderr)
@@ -115,30 +141,31 @@ def main() -> None:
     gates = cupy.empty((B, K, 40), cupy.float32)
     y = cupy.empty((B, K, 40), cupy.float32)
     sync = cupy.cuda.runtime.deviceSynchronize
+    rows: list[tuple[str, Callable[[], float]]] = []  # each row: one round of its calls, µs per call
+    missing: list[tuple[str, float]] = []  # what could not be timed here, and why (a NaN row)
+
+    def row(name: str, fn: Callable[[], None], sync: Callable[[], None] = sync) -> None:
+        warm_up(fn, sync)
+        rows.append((name, lambda: one_round(fn, sync)))
 
     with tempfile.TemporaryDirectory(dir=ROOT) as tmp:
         module = generated_module(Path(tmp))
 
         from layoutgen.runtime.driver import LAUNCH_ENV, PackedLaunch
-        from layoutgen.runtime.launch import KernelLauncher
-        from layoutgen.runtime.nvrtc import CompileRequest
-
         from layoutgen.runtime.fastpath import extension, launch_path_text
+        from layoutgen.runtime.nvrtc import CompileRequest
         from layoutgen.runtime.paths import PYTHON_LAUNCH_ENV
 
         launcher = module.empty
-        rows: list[tuple[str, float]] = []
-        rows.append(("layoutgen launcher, compiled path (validates 5 arrays)", per_call_us(lambda: launcher(x, w, b, gates, y), sync)))
-        print(launch_path_text())  # the path the row above took: compiled where the extension is built
-        os.environ[PYTHON_LAUNCH_ENV] = "1"  # read when a launcher is built
-        python_path = KernelLauncher(module._lg_kernel_empty.spec, module._lg_kernel_empty.folder,
-                                     module._lg_kernel_empty.header)
-        os.environ[PYTHON_LAUNCH_ENV] = "0"  # back to the compiled path
-        rows.append(("layoutgen launcher, Python path forced",
-                     per_call_us(lambda: python_path(x, w, b, gates, y), sync)))
-        print(f"default launch path: {type(module._lg_kernel_empty.function(0, 'sm_90')).__name__}")
-
         empty = module._lg_kernel_empty
+        row("layoutgen launcher, compiled path (validates 5 arrays)", lambda: launcher(x, w, b, gates, y))
+        print(launch_path_text())  # the path the row above takes: compiled where the extension is built
+        os.environ[PYTHON_LAUNCH_ENV] = "1"  # read when a launcher is built
+        python_path = empty.fresh()
+        del os.environ[PYTHON_LAUNCH_ENV]  # back to the default, the compiled path
+        row("layoutgen launcher, Python path forced", lambda: python_path(x, w, b, gates, y))
+        print(f"default launch path: {type(empty.function(0, 'sm_90')).__name__}")
+
         # The raw CuPy call: a RawKernel of the same cubin, loaded the way CuPy users load one.
         source = (empty.folder / empty.spec.source).read_text(encoding="utf-8")
         headers = ((empty.header, (empty.folder / empty.header).read_text(encoding="utf-8")),)
@@ -148,52 +175,63 @@ def main() -> None:
         kernel = cupy.RawModule(path=str(empty.cache().paths(request.key())[0])).get_function("empty")
         grid, block = ((B * K + 127) // 128,), (128,)
         nb, nk = np.int64(B), np.int64(K)
-        rows.append(("raw CuPy RawKernel call", per_call_us(lambda: kernel(grid, block, (x, w, b, gates, y, nb, nk)), sync)))
+        row("raw CuPy RawKernel call", lambda: kernel(grid, block, (x, w, b, gates, y, nb, nk)))
         values = [x.data.ptr, w.data.ptr, b.data.ptr, gates.data.ptr, y.data.ptr, B, K]
         try:
             packed = PackedLaunch(int(kernel.kernel.ptr), 7)
-            rows.append(("cuLaunchKernel via cuda.bindings (no checks)",
-                         per_call_us(lambda: packed(grid[0], 128, values, None), sync)))
+            row("cuLaunchKernel via cuda.bindings (no checks)", lambda: packed(grid[0], 128, values, None))
         except ImportError as exc:
-            rows.append((f"cuda.bindings unavailable: {exc}", float("nan")))
+            missing.append((f"cuda.bindings unavailable: {exc}", float("nan")))
         try:
-            rows.append(("cuda.core launch (prepared config)", per_call_us(
-                cuda_core_launch(empty.cache().paths(request.key())[0], (x, w, b, gates, y), (B, K), grid[0]), sync)))
+            row("cuda.core launch (prepared config)",
+                cuda_core_launch(empty.cache().paths(request.key())[0], (x, w, b, gates, y), (B, K), grid[0]))
         except Exception as exc:  # not installed, or an API this script does not know: reported in the table
-            rows.append((f"cuda.core unavailable: {type(exc).__name__}: {exc}"[:60], float("nan")))
-        floor = c_floor(Path(tmp))
-        for way, label in (("cuLaunchKernel", "C program: bare cuLaunchKernel loop"), ("chevrons", "C program: <<<>>> loop")):
-            rows.append((label, floor.get(way, float("nan"))))
-        os.environ[LAUNCH_ENV] = "cupy"
-        through_cupy = KernelLauncher(module._lg_kernel_empty.spec, module._lg_kernel_empty.folder, module._lg_kernel_empty.header)
-        rows.append(("layoutgen launcher, CuPy launch path",
-                     per_call_us(lambda: through_cupy(x, w, b, gates, y), sync)))
+            missing.append((f"cuda.core unavailable: {type(exc).__name__}: {exc}"[:60], float("nan")))
+        floor = build_floor(Path(tmp))
+        if floor is not None:  # one run of the C program a round: its two ways, the second from the same run
+            last: dict[str, float] = {}
+
+            def floor_round(way: str) -> float:
+                if way == "cuLaunchKernel":
+                    last.clear()
+                    last.update(c_floor(floor))
+                return last.get(way, float("nan"))
+
+            rows.append(("C program: bare cuLaunchKernel loop", lambda: floor_round("cuLaunchKernel")))
+            rows.append(("C program: <<<>>> loop", lambda: floor_round("chevrons")))
+        else:
+            missing.append(("C program: bare cuLaunchKernel loop", float("nan")))
+        os.environ[LAUNCH_ENV] = "cupy"  # read when the launcher is built and when its kernel loads (the warm-up)
+        through_cupy = empty.fresh()
+        row("layoutgen launcher, CuPy launch path", lambda: through_cupy(x, w, b, gates, y))
         del os.environ[LAUNCH_ENV]
 
-    if triton_empty is not None:
-        import torch
+        if triton_empty is not None:
+            import torch
 
-        tx, tw, tb, tg, ty = (torch.as_tensor(a, device="cuda") for a in (x, w, b, gates, y))
-        launch = lambda: triton_empty[grid](tx, tw, tb, tg, ty, B, K, BLOCK=128)  # noqa: E731
-        rows.append(("Triton launch (torch tensors)", per_call_us(launch, torch.cuda.synchronize)))
-        # the generated launcher on the same torch tensors: attributes read directly, no conversion
-        rows.append(("layoutgen launcher on torch tensors, compiled path", per_call_us(lambda: launcher(tx, tw, tb, tg, ty), sync)))
-        rows.append(("layoutgen launcher on torch, Python path forced",
-                     per_call_us(lambda: python_path(tx, tw, tb, tg, ty), sync)))
-    else:
-        rows.append((f"Triton unavailable: {TRITON_MISSING}", float("nan")))
+            tx, tw, tb, tg, ty = (torch.as_tensor(a, device="cuda") for a in (x, w, b, gates, y))
+            row("Triton launch (torch tensors)", lambda: triton_empty[grid](tx, tw, tb, tg, ty, B, K, BLOCK=128),
+                torch.cuda.synchronize)
+            # the generated launcher on the same torch tensors: read through DLPack's C exchange API, no conversion
+            row("layoutgen launcher on torch tensors, compiled path", lambda: launcher(tx, tw, tb, tg, ty))
+            row("layoutgen launcher on torch, Python path forced", lambda: python_path(tx, tw, tb, tg, ty))
+        else:
+            missing.append((f"Triton unavailable: {TRITON_MISSING}", float("nan")))
+
+        timed = interleaved(rows) + missing
 
     ext = extension()[0]
-    fast = module._lg_kernel_empty._fast
+    fast = empty._fast
     if ext is not None and fast is not None:  # what the compiled rows read at C level, and what they handed over
         print(f"read at C level: { {k.__name__: v for k, v in ext.kinds().items()} }; compiled path: "
               f"{fast.hits} calls launched, {fast.handovers} handed over to the Python path")
-    base = next(us for name, us in rows if name == "raw CuPy RawKernel call")
-    floor_us = next(us for name, us in rows if name == "C program: bare cuLaunchKernel loop")
+    base = next(us for name, us in timed if name == "raw CuPy RawKernel call")
+    floor_us = next(us for name, us in timed if name == "C program: bare cuLaunchKernel loop")
     print(f"{'path':<52} {'µs/call':>9} {'vs raw CuPy':>12} {'vs C floor':>11}")
-    for name, us in rows:
+    for name, us in timed:
         print(f"{name:<52} {us:>9.2f} {us / base:>11.2f}× {us / floor_us:>10.2f}×")
-    print(f"device: {cupy.cuda.runtime.getDeviceProperties(0)['name'].decode()}, N={N}, median of {ROUNDS} rounds")
+    print(f"device: {cupy.cuda.runtime.getDeviceProperties(0)['name'].decode()}, N={N}, median of {ROUNDS} "
+          "rounds, the rows' rounds interleaved")
 
 
 if __name__ == "__main__":

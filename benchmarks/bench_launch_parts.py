@@ -22,7 +22,7 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-from bench_launch import N, ROOT, ROUNDS, generated_module, per_call_us
+from bench_launch import N, ROOT, ROUNDS, generated_module, interleaved, one_round, warm_up
 
 
 def main() -> None:
@@ -82,13 +82,16 @@ def main() -> None:
         if ext is not None:
             print(f"current stream: {ext.current_stream()}; read at C level: "
                   f"{ {k.__name__: v for k, v in ext.kinds().items()} }")
+        for _, step in rows:
+            warm_up(step, sync)
+        timed = interleaved([(name, lambda step=step: one_round(step, sync)) for name, step in rows])
         print(f"{'step':<44} {'µs/call':>9}")
-        for name, step in rows:
-            print(f"{name:<44} {per_call_us(step, sync):>9.3f}")
+        for name, us in timed:
+            print(f"{name:<44} {us:>9.3f}")
         if launcher._fast is not None:
             print(f"compiled path: {launcher._fast.hits} calls launched, {launcher._fast.handovers} handed over")
     print(f"device {device}: {cupy.cuda.runtime.getDeviceProperties(device)['name'].decode()}, N={N}, "
-          f"median of {ROUNDS} rounds")
+          f"median of {ROUNDS} rounds, the rows' rounds interleaved")
 
 
 def torch_rows(module: object, nb: int, nk: int) -> list[tuple[str, Callable[[], object]]]:
