@@ -209,12 +209,16 @@ def main() -> None:
         if triton_empty is not None:
             import torch
 
-            tx, tw, tb, tg, ty = (torch.as_tensor(a, device="cuda") for a in (x, w, b, gates, y))
+            # torch's own tensors, as a torch program has them (same shapes, its caching allocator's memory)
+            tx, tw, tb, tg, ty = (torch.empty(a.shape, device="cuda") for a in (x, w, b, gates, y))
             row("Triton launch (torch tensors)", lambda: triton_empty[grid](tx, tw, tb, tg, ty, B, K, BLOCK=128),
                 torch.cuda.synchronize)
-            # the generated launcher on the same torch tensors: read through DLPack's C exchange API, no conversion
+            # the generated launcher on them: read through DLPack's C exchange API, no conversion
             row("layoutgen launcher on torch tensors, compiled path", lambda: launcher(tx, tw, tb, tg, ty))
             row("layoutgen launcher on torch, Python path forced", lambda: python_path(tx, tw, tb, tg, ty))
+            # torch tensors over the CuPy arrays' memory (torch.as_tensor through __cuda_array_interface__)
+            sx, sw, sb, sg, sy = (torch.as_tensor(a, device="cuda") for a in (x, w, b, gates, y))
+            row("layoutgen launcher on torch.as_tensor(CuPy arrays)", lambda: launcher(sx, sw, sb, sg, sy))
         else:
             missing.append((f"Triton unavailable: {TRITON_MISSING}", float("nan")))
 

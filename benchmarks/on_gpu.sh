@@ -42,7 +42,9 @@ build_extension() {
     python3 -m layoutgen.runtime
 }
 
-{ nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv; python3 --version; } >"$OUT/device.log" 2>&1
+{ nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv; python3 --version
+  python3 -c "from cupy_backends.cuda.libs import nvrtc; import cupy; print('NVRTC', nvrtc.getVersion(), 'CuPy', cupy.__version__)"
+} >"$OUT/device.log" 2>&1
 export -f build_extension
 step extension 120 bash -c build_extension
 for name in ${STEPS:-tests roofline launch torch program}; do

@@ -115,12 +115,18 @@ class FakeModule:
         return name
 
 
+class NamedLaunch(str):
+    """A launch that launches nothing: the kernel's name, with the CUfunction handle a Launch has."""
+
+    handle = 0
+
+
 @pytest.fixture
 def no_device(monkeypatch: pytest.MonkeyPatch) -> list[bytes]:
     """Loading a module records its bytes; making a launch of it does nothing; the bytes loaded, in order."""
     FakeModule.loaded = []
     monkeypatch.setattr(cubin_module, "LoadedCubin", FakeModule)
-    monkeypatch.setattr(launch, "make_launch", lambda kernel, n, name: kernel)
+    monkeypatch.setattr(launch, "make_launch", lambda kernel, n, name: NamedLaunch(kernel))
     return FakeModule.loaded
 
 
