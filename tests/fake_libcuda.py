@@ -6,7 +6,8 @@ process of its own (:func:`run`), with the library first on
 ``LD_LIBRARY_PATH``. The library answers what the extension asks of the
 driver (``cuGetProcAddress_v2``, ``cuCtxGetCurrent``, ``cuCtxGetDevice`` and
 the two ``cuLaunchKernel`` entry points, the legacy-stream one and the
-per-thread-default-stream one, ``_ptsz``) and records every launch and every
+per-thread-default-stream one, ``_ptsz``) and records every launch (or,
+``fake_set_recording(0)``, only counts them: benchmarks/bench_launch_cpu.py) and every
 ``cuGetProcAddress_v2`` request; the test process sets the current context
 and reads the records through ctypes (:data:`SETUP`). A launch can also run
 a "host function" first, as a stream's queue does when it is full: a thread
@@ -56,6 +57,8 @@ static char requests[MAX_RECORDS][96];
 static int n_requests = 0;
 static void *context = (void *)0x1234;
 static int context_device = 0, context_status = 0, launch_status = 0, n_params = 0;
+static int recording = 1;          /* 0: launches are counted, not recorded (a benchmark's millions) */
+static long long n_counted = 0;
 static void (*host_function)(void) = NULL;
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t done = PTHREAD_COND_INITIALIZER;
@@ -63,6 +66,8 @@ static int host_done = 0;
 
 void fake_set_context(void *ctx, int device, int status) { context = ctx; context_device = device; context_status = status; }
 void fake_set_launch(int status, int params) { launch_status = status; n_params = params; }
+void fake_set_recording(int on) { recording = on; }
+long long fake_counted(void) { return n_counted; }
 void fake_set_host_function(void (*fn)(void)) { host_function = fn; }
 int fake_launches(void) { return n_launches; }
 const Launch *fake_launch(int k) { return &launches[k]; }
@@ -92,6 +97,8 @@ static void *run_host_function(void *unused) {
 
 static CUresult launch(int per_thread, void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
                        unsigned bz, unsigned shared, void *stream, void **params, void **extra) {
+    n_counted++;
+    if (!recording) return launch_status;
     if (n_launches >= MAX_RECORDS) return 1;
     Launch *l = &launches[n_launches++];
     memset(l, 0, sizeof *l);
@@ -169,6 +176,7 @@ FAKE = ctypes.CDLL("libcuda.so.1")
 FAKE.fake_launch.restype = ctypes.POINTER(Launch)
 FAKE.fake_request.restype = ctypes.c_char_p
 FAKE.fake_set_context.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_int]
+FAKE.fake_counted.restype = ctypes.c_longlong
 
 def launches():
     out = []

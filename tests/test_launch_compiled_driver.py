@@ -13,8 +13,8 @@ libcuda is the fake one; the Python path's launches are recorded by a
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
-
 
 from tests.fake_libcuda import run
 
@@ -139,3 +139,20 @@ report(c=launches(), ran=len(ran), steps=done)
 """)
     assert [launch["host_function_ran"] for launch in got["c"]] == [1, 1] and got["ran"] == 2
     assert got["steps"] == 1 and got["c"][1]["params"] == [0x7F0000000000] and got["c"][1]["stream"] == 7
+
+
+def test_the_cpu_launch_benchmark_times_calls_that_all_launch_in_c() -> None:
+    """benchmarks/bench_launch_cpu.py: every call it times reaches the stand-in driver from the C path (a
+    call handed to the Python path would time that path instead), and it prints a row per kind of array."""
+    import re
+    import subprocess
+    import sys
+
+    from tests.fake_libcuda import ROOT
+
+    done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "bench_launch_cpu.py")], cwd=ROOT,
+                          capture_output=True, text=True, timeout=600, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert done.returncode == 0, done.stderr
+    counts = re.search(r"(\d+) calls launched in C, (\d+) reached the stand-in driver", done.stdout)
+    assert counts is not None and int(counts[1]) == int(counts[2]) > 0, done.stdout
+    assert re.search(r"^5 CuPy arrays \(their fields\) +\d+\.\d{3}$", done.stdout, re.MULTILINE), done.stdout

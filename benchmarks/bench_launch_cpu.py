@@ -1,0 +1,91 @@
+"""What the compiled launch path costs around the driver call, measured on a machine without a GPU.
+
+Run from the repository root (a C compiler and CuPy are needed; torch for its rows):
+
+    PYTHONPATH=. python3 benchmarks/bench_launch_cpu.py
+
+The launches go to tests/fake_libcuda.py's stand-in libcuda, whose
+``cuLaunchKernel`` counts the call and returns: so each row is layoutgen's
+host work for one validated launch of ``variable_selection_fwd`` (reading
+and checking five arrays, packing the parameters, the stream, the GIL
+released around the call) with nothing of the driver's. It is the part of
+bench_launch.py's "compiled path" rows that layoutgen can change; the GPU
+benchmark's C floor is the rest. Torch tensors are CPU tensors taken for
+CUDA ones (``torch.Tensor.is_cuda`` patched, as tests/test_launch_compiled.py
+does), read through DLPack's C exchange API like CUDA ones. Rows are timed
+in interleaved rounds; the last rows time, from Python, the torch calls the
+compiled path makes for torch tensors. Prints a table; no assertion.
+"""
+
+from __future__ import annotations
+
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from tests.fake_libcuda import run  # noqa: E402  (the repository root is on the path from here on)
+from tests.test_launch_compiled_driver import LAUNCHER  # noqa: E402
+
+TIMED = r"""
+import statistics
+import numpy as np
+from tests.test_launch_compiled import ADDRESS, cupy_array
+
+N, ROUNDS = 20000, 7
+FAKE.fake_set_recording(0)
+shapes = {"x": (5, 7, 56), "W": (40, 40), "b": (40,), "gates": (5, 7, 40), "y": (5, 7, 40)}
+rows = {"5 CuPy arrays (their fields)": [cupy_array(s, ptr=ADDRESS[n]) for n, s in shapes.items()]}
+try:
+    import torch
+except ImportError:
+    torch = None
+if torch is not None:
+    patch.setattr(torch.Tensor, "is_cuda", property(lambda self: True))
+    rows["5 torch tensors (DLPack)"] = [torch.zeros(s) for s in shapes.values()]
+    rows["5 torch.as_tensor views of NumPy arrays"] = [torch.as_tensor(np.zeros(s, np.float32))
+                                                      for s in shapes.values()]
+
+def one_round(call):
+    start = time.perf_counter()
+    for _ in range(N):
+        call()
+    return (time.perf_counter() - start) / N * 1e6
+
+calls = {}
+for name, arrays in rows.items():
+    k(*arrays)  # planned by the Python path, taught to the compiled one
+    calls[name] = lambda arrays=arrays: k(*arrays)
+if torch is not None:
+    tensors = rows["5 torch tensors (DLPack)"]
+    bump = torch._C._increment_version
+    calls["from Python: t.is_neg()"] = tensors[0].is_neg
+    calls["from Python: torch.is_grad_enabled()"] = torch.is_grad_enabled
+    calls["from Python: _increment_version((g, y))"] = lambda: bump((tensors[3], tensors[4]))
+    calls["from Python: an empty call (its overhead)"] = lambda: None
+hits, launched = k._fast.hits, FAKE.fake_counted()
+times = {name: [] for name in calls}
+for _ in range(ROUNDS):
+    for name, call in calls.items():
+        times[name].append(one_round(call))
+report(times={name: statistics.median(t) for name, t in times.items()}, hits=k._fast.hits - hits,
+       launched=FAKE.fake_counted() - launched, kinds={t.__name__: v for t, v in EXT.kinds().items()})
+"""
+
+
+def main() -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        got = run(Path(tmp), LAUNCHER + TIMED, timeout=600)
+    print(f"read at C level: {got['kinds']}; {got['hits']} calls launched in C, {got['launched']} reached the "
+          "stand-in driver")
+    print(f"{'row':<48} {'µs/call':>9}")
+    for name, us in got["times"].items():
+        print(f"{name:<48} {us:>9.3f}")
+    print(f"{sys.implementation.name} {sys.version.split()[0]}, stand-in libcuda, median of 7 interleaved rounds "
+          "of 20000 calls")
+
+
+if __name__ == "__main__":
+    main()
