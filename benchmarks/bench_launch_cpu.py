@@ -13,8 +13,10 @@ bench_launch.py's "compiled path" rows that layoutgen can change; the GPU
 benchmark's C floor is the rest. Torch tensors are CPU tensors taken for
 CUDA ones (``torch.Tensor.is_cuda`` patched, as tests/test_launch_compiled.py
 does), read through DLPack's C exchange API like CUDA ones. Rows are timed
-in interleaved rounds; the last rows time, from Python, the torch calls the
-compiled path makes for torch tensors. Prints a table; no assertion.
+in interleaved rounds; the floor row is a program's launch of the same
+kernel (``Steps``: a call, the stream and the driver call, nothing read or
+checked), and the last rows time, from Python, the torch calls the compiled
+path makes for torch tensors. Prints a table; no assertion.
 """
 
 from __future__ import annotations
@@ -56,22 +58,34 @@ def one_round(call):
 
 calls = {}
 for name, arrays in rows.items():
-    k(*arrays)  # planned by the Python path, taught to the compiled one
-    calls[name] = lambda arrays=arrays: k(*arrays)
+    k.entry(*arrays)  # planned by the Python path, taught to the compiled one
+    calls[name] = lambda arrays=arrays: k.entry(*arrays)  # what the generated function calls
+plan = next(iter(k._plans.values()))
+checked = plan.checked
+pointers = tuple(a.data.ptr for a in rows["5 CuPy arrays (their fields)"])
+steps = fastpath.program_steps("fwd", 5, [(plan.launch, checked.blocks, checked.block, (0, 1, 2, 3, 4),
+                                           checked.symbols)])
+if steps is not None:  # a program's launch: the call, the stream, the driver; nothing read or checked
+    calls["floor: Steps.launch of the same launch"] = lambda: steps.launch(pointers, None)
 if torch is not None:
     tensors = rows["5 torch tensors (DLPack)"]
     bump = torch._C._increment_version
     calls["from Python: t.is_neg()"] = tensors[0].is_neg
     calls["from Python: torch.is_grad_enabled()"] = torch.is_grad_enabled
     calls["from Python: _increment_version((g, y))"] = lambda: bump((tensors[3], tensors[4]))
-    calls["from Python: an empty call (its overhead)"] = lambda: None
-hits, launched = k._fast.hits, FAKE.fake_counted()
+calls["from Python: an empty call (its overhead)"] = lambda: None
+def shaped_like_a_generated_function(x, W, b, gates, y, *, stream=None):
+    pass
+calls["from Python: an empty function of 5 arguments"] = lambda: shaped_like_a_generated_function(1, 2, 3, 4, 5)
+hits, launched = k._fast.hits, FAKE.fake_counted() + 0
 times = {name: [] for name in calls}
 for _ in range(ROUNDS):
     for name, call in calls.items():
         times[name].append(one_round(call))
-report(times={name: statistics.median(t) for name, t in times.items()}, hits=k._fast.hits - hits,
-       launched=FAKE.fake_counted() - launched, kinds={t.__name__: v for t, v in EXT.kinds().items()})
+reads = {name: EXT.read_cost(arrays[0], 200000) for name, arrays in rows.items()}  # (ns, how) of one array
+steps_calls = ROUNDS * N if steps is not None else 0  # launched too, not through a launcher
+report(times={name: statistics.median(t) for name, t in times.items()}, reads=reads, hits=k._fast.hits - hits,
+       launched=FAKE.fake_counted() - launched - steps_calls, kinds={t.__name__: v for t, v in EXT.kinds().items()})
 """
 
 
@@ -83,6 +97,8 @@ def main() -> None:
     print(f"{'row':<48} {'µs/call':>9}")
     for name, us in got["times"].items():
         print(f"{name:<48} {us:>9.3f}")
+    for name, (ns, how) in got["reads"].items():
+        print(f"C read of the first of {name}: {ns:.0f} ns ({how})")
     print(f"{sys.implementation.name} {sys.version.split()[0]}, stand-in libcuda, median of 7 interleaved rounds "
           "of 20000 calls")
 

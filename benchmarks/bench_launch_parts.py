@@ -76,7 +76,8 @@ def main() -> None:
             ("a.strides of one array", lambda: x.strides),
             ("a.data.ptr of one array", lambda: x.data.ptr),
         ]
-        rows += torch_rows(module, B, K)
+        torch_tensors: list[object] = []
+        rows += torch_rows(module, B, K, torch_tensors)
         ext = fastpath.extension()[0]
         print(fastpath.launch_path_text())
         if ext is not None:
@@ -90,12 +91,19 @@ def main() -> None:
             print(f"{name:<44} {us:>9.3f}")
         if launcher._fast is not None:
             print(f"compiled path: {launcher._fast.hits} calls launched, {launcher._fast.handovers} handed over")
+        if ext is not None:  # one array's read as a launch makes it, timed in C (torch: DLPack and is_neg())
+            for name, array in (("a CuPy array", x), *(("a torch tensor", t) for t in torch_tensors[:1])):
+                try:
+                    ns, how = ext.read_cost(array, 100000)
+                    print(f"C read of {name}: {ns:.0f} ns ({how})")
+                except ValueError as exc:
+                    print(f"C read of {name}: none ({exc})")
     print(f"device {device}: {cupy.cuda.runtime.getDeviceProperties(device)['name'].decode()}, N={N}, "
           f"median of {ROUNDS} rounds, the rows' rounds interleaved")
 
 
-def torch_rows(module: object, nb: int, nk: int) -> list[tuple[str, Callable[[], object]]]:
-    """The same launch on torch tensors, and the torch calls the compiled path makes for them."""
+def torch_rows(module: object, nb: int, nk: int, made: list[object]) -> list[tuple[str, Callable[[], object]]]:
+    """The same launch on torch tensors (put in ``made``), and the torch calls the compiled path makes for them."""
     try:
         import torch
     except ImportError:
@@ -104,6 +112,7 @@ def torch_rows(module: object, nb: int, nk: int) -> list[tuple[str, Callable[[],
         return []
     tx, tw, tb, tg, ty = (torch.zeros(s, device="cuda") for s in ((nb, nk, 56), (40, 40), (40,), (nb, nk, 40),
                                                                  (nb, nk, 40)))
+    made += [tx, tw, tb, tg, ty]
     entry = module._lg_kernel_empty.entry  # type: ignore[attr-defined]
     entry(tx, tw, tb, tg, ty)  # plan, teach
     bump = torch._C._increment_version

@@ -156,3 +156,5 @@ def test_the_cpu_launch_benchmark_times_calls_that_all_launch_in_c() -> None:
     counts = re.search(r"(\d+) calls launched in C, (\d+) reached the stand-in driver", done.stdout)
     assert counts is not None and int(counts[1]) == int(counts[2]) > 0, done.stdout
     assert re.search(r"^5 CuPy arrays \(their fields\) +\d+\.\d{3}$", done.stdout, re.MULTILINE), done.stdout
+    assert re.search(r"^C read of the first of 5 CuPy arrays \(their fields\): \d+ ns \(fields\)$", done.stdout,
+                     re.MULTILINE), done.stdout

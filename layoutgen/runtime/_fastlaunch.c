@@ -39,6 +39,7 @@
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
+#include <time.h>
 
 /* ---------------------------------------------------------------------------------------------------------
  * The driver: the few types and calls needed, declared as cuda.h declares them.
@@ -1851,6 +1852,47 @@ static PyObject *cupy_stream(PyObject *module, PyObject *unused) {
                                                : "driver.stream_handle (CuPy's C function was not found)");
 }
 
+/* read_cost(array, n) -> (nanoseconds, how): what a launch spends reading `array`, the mean of n reads as a
+ * launch makes them (benchmarks/bench_launch_parts.py); ValueError where its type has no C-level read. */
+static PyObject *read_cost(PyObject *module, PyObject *args) {
+    static const char *how[] = {"fields", "attributes", "dlpack", "attributes", "reader"};
+    PyObject *a;
+    long n;
+    if (!PyArg_ParseTuple(args, "Ol", &a, &n))
+        return NULL;
+    if (n < 1) {
+        PyErr_SetString(PyExc_ValueError, "n must be at least 1");
+        return NULL;
+    }
+    int torch_modes = -1;
+    const Kind *kind = NULL;
+    PyObject *reader = NULL;
+    int mode = mode_of(a, &torch_modes, &kind, &reader);
+    if (mode < 0) {
+        if (!PyErr_Occurred())
+            PyErr_Format(PyExc_ValueError, "no C-level read of a %.200s", Py_TYPE(a)->tp_name);
+        return NULL;
+    }
+    int read_as = mode;
+    struct timespec start, end;
+    clock_gettime(CLOCK_MONOTONIC, &start);
+    for (long k = 0; k < n; k++) {
+        Read r;
+        memset(&r, 0, sizeof r);
+        int ok = read_array(a, mode, kind, reader, &r);
+        read_as = r.mode;
+        release_read(&r);
+        if (!ok) {
+            if (!PyErr_Occurred())
+                PyErr_Format(PyExc_ValueError, "a %.200s that is not read at C level", Py_TYPE(a)->tp_name);
+            return NULL;
+        }
+    }
+    clock_gettime(CLOCK_MONOTONIC, &end);
+    double ns = ((double)(end.tv_sec - start.tv_sec) * 1e9 + (double)(end.tv_nsec - start.tv_nsec)) / (double)n;
+    return Py_BuildValue("(ds)", ns, how[read_as]);
+}
+
 static PyObject *kinds_read(PyObject *module, PyObject *unused) {
     PyObject *out = PyDict_New();
     for (int k = 0; out != NULL && k < n_kinds; k++) {
@@ -1877,6 +1919,8 @@ static PyMethodDef module_methods[] = {
     {"stream_of", stream_read, METH_VARARGS, "stream_of(stream, kernel='') -> the CUstream a compiled launch on "
      "`stream` is made on, or None where the call is handed to the Python path (tests)"},
     {"kinds", kinds_read, METH_NOARGS, "{array type: 'fields' | 'dlpack'}: the kinds read at C level"},
+    {"read_cost", read_cost, METH_VARARGS, "read_cost(array, n) -> (nanoseconds, how): the mean cost of n reads of "
+     "`array` as a launch reads it (benchmarks)"},
     {NULL, NULL, 0, NULL},
 };
 
