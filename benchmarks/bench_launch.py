@@ -65,16 +65,28 @@ def one_round(fn: Callable[[], None], sync: Callable[[], None]) -> float:
     return (time.perf_counter() - start) / N * 1e6
 
 
-def interleaved(rows: list[tuple[str, Callable[[], float]]]) -> list[tuple[str, float]]:
+def interleaved(rows: list[tuple[str, Callable[[], float]]],
+                rounds: dict[str, list[float]] | None = None) -> list[tuple[str, float]]:
     """Each row's median µs per call over ROUNDS rounds, taken in turn: round r of every row, then round r + 1.
     A machine whose speed drifts during the run (a virtual machine's neighbours, clocks) moves every row
     alike, so the ratios within the run hold; rows timed one after the other would each see a different
-    machine."""
-    rounds: dict[str, list[float]] = {name: [] for name, _ in rows}
+    machine. ``rounds``, where given, receives every round's figure of each row."""
+    kept: dict[str, list[float]] = {name: [] for name, _ in rows}
     for _ in range(ROUNDS):
         for name, round_us in rows:
-            rounds[name].append(round_us())
-    return [(name, statistics.median(rounds[name])) for name, _ in rows]
+            kept[name].append(round_us())
+    if rounds is not None:
+        rounds.update(kept)
+    return [(name, statistics.median(kept[name])) for name, _ in rows]
+
+
+def ratio_spread(rounds: dict[str, list[float]], row: str, floor: str) -> str:
+    """``row``'s time over ``floor``'s, round by round (each pair taken minutes apart at most): median and
+    range, so that one run says how far its ratio can be trusted."""
+    ratios = sorted(a / b for a, b in zip(rounds.get(row, []), rounds.get(floor, [])) if b == b and b > 0)
+    if not ratios:
+        return "no rounds"
+    return f"{statistics.median(ratios):.2f}× (rounds {ratios[0]:.2f}× to {ratios[-1]:.2f}×)"
 
 
 def build_floor(out: Path) -> Path | None:
@@ -152,7 +164,7 @@ def main() -> None:
         module = generated_module(Path(tmp))
 
         from layoutgen.runtime.driver import LAUNCH_ENV, PackedLaunch
-        from layoutgen.runtime.fastpath import extension, launch_path_text
+        from layoutgen.runtime.fastpath import extension, launch_path_text, program_steps
         from layoutgen.runtime.nvrtc import CompileRequest
         from layoutgen.runtime.paths import PYTHON_LAUNCH_ENV
 
@@ -160,6 +172,12 @@ def main() -> None:
         empty = module._lg_kernel_empty
         row("layoutgen launcher, compiled path (validates 5 arrays)", lambda: launcher(x, w, b, gates, y))
         print(launch_path_text())  # the path the row above takes: compiled where the extension is built
+        plan = next(iter(empty._plans.values()))  # planned by the row's warm-up
+        steps = program_steps("empty", 5, [(plan.launch, plan.checked.blocks, plan.checked.block, (0, 1, 2, 3, 4),
+                                            plan.checked.symbols)])
+        if steps is not None:  # the compiled path's own floor: a program step, launched with nothing read or checked
+            pointers = (x.data.ptr, w.data.ptr, b.data.ptr, gates.data.ptr, y.data.ptr)
+            row("compiled path, nothing checked (a program's step)", lambda: steps.launch(pointers, None))
         os.environ[PYTHON_LAUNCH_ENV] = "1"  # read when a launcher is built
         python_path = empty.fresh()
         del os.environ[PYTHON_LAUNCH_ENV]  # back to the default, the compiled path
@@ -222,7 +240,8 @@ def main() -> None:
         else:
             missing.append((f"Triton unavailable: {TRITON_MISSING}", float("nan")))
 
-        timed = interleaved(rows) + missing
+        rounds: dict[str, list[float]] = {}
+        timed = interleaved(rows, rounds) + missing
 
     ext = extension()[0]
     fast = empty._fast
@@ -234,6 +253,11 @@ def main() -> None:
     print(f"{'path':<52} {'µs/call':>9} {'vs raw CuPy':>12} {'vs C floor':>11}")
     for name, us in timed:
         print(f"{name:<52} {us:>9.2f} {us / base:>11.2f}× {us / floor_us:>10.2f}×")
+    for row in ("layoutgen launcher, compiled path (validates 5 arrays)",
+                "compiled path, nothing checked (a program's step)",
+                "layoutgen launcher on torch tensors, compiled path"):
+        print(f"{row} / C floor, round by round: "
+              f"{ratio_spread(rounds, row, 'C program: bare cuLaunchKernel loop')}")
     print(f"device: {cupy.cuda.runtime.getDeviceProperties(0)['name'].decode()}, N={N}, median of {ROUNDS} "
           "rounds, the rows' rounds interleaved")
 
