@@ -253,11 +253,11 @@ def main() -> None:
     print(f"{'path':<52} {'µs/call':>9} {'vs raw CuPy':>12} {'vs C floor':>11}")
     for name, us in timed:
         print(f"{name:<52} {us:>9.2f} {us / base:>11.2f}× {us / floor_us:>10.2f}×")
-    for row in ("layoutgen launcher, compiled path (validates 5 arrays)",
-                "compiled path, nothing checked (a program's step)",
-                "layoutgen launcher on torch tensors, compiled path"):
-        print(f"{row} / C floor, round by round: "
-              f"{ratio_spread(rounds, row, 'C program: bare cuLaunchKernel loop')}")
+    for compiled in ("layoutgen launcher, compiled path (validates 5 arrays)",
+                     "compiled path, nothing checked (a program's step)",
+                     "layoutgen launcher on torch tensors, compiled path"):
+        print(f"{compiled} / C floor, round by round: "
+              f"{ratio_spread(rounds, compiled, 'C program: bare cuLaunchKernel loop')}")
     print(f"device: {cupy.cuda.runtime.getDeviceProperties(0)['name'].decode()}, N={N}, median of {ROUNDS} "
           "rounds, the rows' rounds interleaved")
 
