@@ -1,13 +1,15 @@
 // The f32 VSN forward that was the kernel by hand (benchmarks/roofline/vsn_fwd_hand.cu) before the
 // tensor-core design: a block per tile of 128 rows, a thread a row, W broadcast from shared memory.
-// Kept as the bitwise baseline of the f32 variants of this folder (registry.py: baseline).
-struct alignas(16) Group { float v[4]; };
+// Kept as the bitwise baseline of the f32 variants of this folder (registry.py: baseline); its loads are
+// here, the tile's arithmetic and stores are f32_tile_forward (vsn_variant_common.cuh).
+#include "vsn_variant_common.cuh"
+using vsn_variants::Group;
+using vsn_variants::f32_tile_forward;
 
 extern "C" __global__ void __launch_bounds__(128) vsn_fwd_f32(
     const float* __restrict__ window, const float* __restrict__ W, const float* __restrict__ b,
     float* __restrict__ gates, float* __restrict__ y, long long B, long long K)
 {
-    extern __shared__ __align__(16) unsigned char vsn_smem[];
     float* const ws = reinterpret_cast<float*>(vsn_smem);            // 40 rows of W
     float* const bs = reinterpret_cast<float*>(vsn_smem + 7040);     // b
     float* const xs = reinterpret_cast<float*>(vsn_smem + 7216);     // 128 rows of x, then of gates, then of y
@@ -47,68 +49,5 @@ extern "C" __global__ void __launch_bounds__(128) vsn_fwd_f32(
         }
     }
     __syncthreads();
-    const int r = threadIdx.x;
-    float xv[40], g[40];
-    if (r < tile_rows) {
-#pragma unroll
-        for (int j = 0; j < 10; ++j) {
-            const Group v = reinterpret_cast<const Group*>(xs + r * 44)[j];
-#pragma unroll
-            for (int e = 0; e < 4; ++e) xv[4 * j + e] = v.v[e];
-        }
-        float z_max = -__int_as_float(0x7f800000);
-#pragma unroll
-        for (int i = 0; i < 40; ++i) {
-            float acc = bs[i];
-#pragma unroll
-            for (int j = 0; j < 10; ++j) {
-                const Group w = reinterpret_cast<const Group*>(ws + i * 44)[j];
-#pragma unroll
-                for (int e = 0; e < 4; ++e) acc = fmaf(w.v[e], xv[4 * j + e], acc);
-            }
-            g[i] = acc;
-            z_max = fmaxf(z_max, acc);
-        }
-        float total = 0.0f;
-#pragma unroll
-        for (int i = 0; i < 40; ++i) {
-            g[i] = expf(g[i] - z_max);
-            total += g[i];
-        }
-        const float inv_total = 1.0f / total;
-#pragma unroll
-        for (int i = 0; i < 40; ++i) g[i] *= inv_total;
-    }
-    __syncthreads();
-    if (r < tile_rows) {
-#pragma unroll
-        for (int j = 0; j < 10; ++j) {
-            Group v;
-#pragma unroll
-            for (int e = 0; e < 4; ++e) v.v[e] = g[4 * j + e];
-            reinterpret_cast<Group*>(xs + r * 44)[j] = v;
-        }
-    }
-    __syncthreads();
-#pragma unroll
-    for (int k = 0; k < 10; ++k) {
-        const int q = threadIdx.x + k * 128;
-        if (q < tile_rows * 10) reinterpret_cast<Group*>(gates + (tile_row + q / 10) * 40)[q % 10] = reinterpret_cast<const Group*>(xs + (q / 10) * 44)[q % 10];
-    }
-    __syncthreads();
-    if (r < tile_rows) {
-#pragma unroll
-        for (int j = 0; j < 10; ++j) {
-            Group v;
-#pragma unroll
-            for (int e = 0; e < 4; ++e) v.v[e] = g[4 * j + e] * xv[4 * j + e];
-            reinterpret_cast<Group*>(xs + r * 44)[j] = v;
-        }
-    }
-    __syncthreads();
-#pragma unroll
-    for (int k = 0; k < 10; ++k) {
-        const int q = threadIdx.x + k * 128;
-        if (q < tile_rows * 10) reinterpret_cast<Group*>(y + (tile_row + q / 10) * 40)[q % 10] = reinterpret_cast<const Group*>(xs + (q / 10) * 44)[q % 10];
-    }
+    f32_tile_forward(ws, bs, xs, gates, y, tile_row, tile_rows);
 }

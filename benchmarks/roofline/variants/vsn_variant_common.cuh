@@ -61,6 +61,67 @@ __device__ __forceinline__ void tile_out(float* dst, const float* tile, long lon
         group_at(dst + (first + q / 10) * 40, q % 10) = group_at(tile + (q / 10) * PITCH, q % 10);
 }
 
+// The f32 forward of one tile of 128 rows, a thread a row, once W (ws: 40 rows), b (bs) and the tile's x (xs)
+// are in shared memory at PITCH floats a row: gates = softmax(W x + b), then y = gates * x, each staged
+// through xs and stored coalesced. The f32 kernel by hand of before (fwd_f32.cu) and its variant that loads
+// in one round trip (fwd_onetrip.cu) share it, so their outputs are bitwise the same.
+__device__ __forceinline__ void f32_tile_forward(const float* ws, const float* bs, float* xs, float* gates, float* y,
+                                                 long long tile_row, int tile_rows) {
+    const int r = threadIdx.x;
+    float xv[40], g[40];
+    if (r < tile_rows) {
+#pragma unroll
+        for (int j = 0; j < 10; ++j) {
+            const Group v = group_at(xs + r * PITCH, j);
+#pragma unroll
+            for (int e = 0; e < 4; ++e) xv[4 * j + e] = v.v[e];
+        }
+        float z_max = -__int_as_float(0x7f800000);
+#pragma unroll
+        for (int i = 0; i < 40; ++i) {
+            float acc = bs[i];
+#pragma unroll
+            for (int j = 0; j < 10; ++j) {
+                const Group w = group_at(ws + i * PITCH, j);
+#pragma unroll
+                for (int e = 0; e < 4; ++e) acc = fmaf(w.v[e], xv[4 * j + e], acc);
+            }
+            g[i] = acc;
+            z_max = fmaxf(z_max, acc);
+        }
+        float total = 0.0f;
+#pragma unroll
+        for (int i = 0; i < 40; ++i) {
+            g[i] = expf(g[i] - z_max);
+            total += g[i];
+        }
+        const float inv_total = 1.0f / total;
+#pragma unroll
+        for (int i = 0; i < 40; ++i) g[i] *= inv_total;
+    }
+    // Each output's row through the tile (this thread's row), then out in 16-byte groups by the whole block.
+    auto store = [&](float* out, bool times_x) {
+        __syncthreads();
+        if (r < tile_rows) {
+#pragma unroll
+            for (int j = 0; j < 10; ++j) {
+                Group v;
+#pragma unroll
+                for (int e = 0; e < 4; ++e) v.v[e] = times_x ? g[4 * j + e] * xv[4 * j + e] : g[4 * j + e];
+                group_at(xs + r * PITCH, j) = v;
+            }
+        }
+        __syncthreads();
+#pragma unroll
+        for (int k = 0; k < 10; ++k) {
+            const int q = threadIdx.x + k * 128;
+            if (q < tile_rows * 10) group_at(out + (tile_row + q / 10) * 40, q % 10) = group_at(xs + (q / 10) * PITCH, q % 10);
+        }
+    };
+    store(gates, false);
+    store(y, true);
+}
+
 // A launch with other than the kernel's block size, or less dynamic shared memory than it carves, stops here
 // (a trap: the launch fails) instead of computing garbage.
 __device__ __forceinline__ void require_launch([[maybe_unused]] unsigned threads, [[maybe_unused]] unsigned bytes) {
