@@ -8,25 +8,25 @@ allocation differs between NVRTC releases by a few registers either way. This sc
 sources with the same options as bench_roofline.py (layoutgen's CompileRequest) through each library given,
 loaded by path with ctypes, so the GPU machine's counts can be seen and compared on any machine: unpack that
 release's nvidia-cuda-nvrtc wheel and pass its lib/libnvrtc.so.13 (its folder must also be on
-LD_LIBRARY_PATH, for libnvrtc-builtins). Prints a table; no assertion.
+LD_LIBRARY_PATH, for libnvrtc-builtins). Prints a table (registers, and the bytes of spill stores + loads where
+there are any); no assertion.
 """
 
 from __future__ import annotations
 
 import ctypes
-import re
 import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
-from layoutgen.runtime.nvrtc import CompileRequest  # noqa: E402
+from layoutgen.runtime.nvrtc import CompileRequest, parse_resources  # noqa: E402
 
 KERNELS = ("fwd", "bwd")
 
 
 class Nvrtc:
-    """One NVRTC library, loaded by path: compile a request, return the log's register counts."""
+    """One NVRTC library, loaded by path: compile a request, return its kernels' registers from the log."""
 
     def __init__(self, path: str) -> None:
         self.lib = ctypes.CDLL(path)
@@ -54,7 +54,11 @@ class Nvrtc:
             text = log.value.decode(errors="replace")
             if status:
                 return f"failed ({status}): {text.strip()[-300:]}"
-            return ", ".join(re.findall(r"Used (\d+) registers", text)) or "no count in the log"
+            kernels = parse_resources(text)
+            if not kernels:
+                return "no count in the log"
+            return ", ".join(f"{r.registers}" + (f" (spills {r.spill_stores}+{r.spill_loads} B)"
+                                                if r.spill_stores or r.spill_loads else "") for r in kernels)
         finally:
             lib.nvrtcDestroyProgram(ctypes.byref(program))
 
@@ -81,9 +85,9 @@ def main(paths: list[str]) -> int:
         print(__doc__)
         return 2
     compilers = [Nvrtc(path) for path in paths]
-    print(f"{'kernel':<36}" + "".join(f"{'NVRTC ' + c.version:>14}" for c in compilers))
+    print(f"{'kernel':<36}" + "".join(f"{'NVRTC ' + c.version:>26}" for c in compilers))
     for label, request in requests():
-        print(f"{label:<36}" + "".join(f"{c.registers(request):>14}" for c in compilers))
+        print(f"{label:<36}" + "".join(f"{c.registers(request):>26}" for c in compilers))
     return 0
 
 
