@@ -28,15 +28,15 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tests.fake_libcuda import run  # noqa: E402  (the repository root is on the path from here on)
+from benchmarks.bench_launch import N, ROUNDS  # noqa: E402  (the repository root is on the path from here on)
+from tests.fake_libcuda import run  # noqa: E402
 from tests.test_launch_compiled_driver import LAUNCHER  # noqa: E402
 
 TIMED = r"""
-import statistics
 import numpy as np
+from benchmarks.bench_launch import N, ROUNDS, interleaved, one_round
 from tests.test_launch_compiled import ADDRESS, cupy_array
 
-N, ROUNDS = 20000, 7
 FAKE.fake_set_recording(0)
 shapes = {"x": (5, 7, 56), "W": (40, 40), "b": (40,), "gates": (5, 7, 40), "y": (5, 7, 40)}
 rows = {"5 CuPy arrays (their fields)": [cupy_array(s, ptr=ADDRESS[n]) for n, s in shapes.items()]}
@@ -49,12 +49,6 @@ if torch is not None:
     rows["5 torch tensors (DLPack)"] = [torch.zeros(s) for s in shapes.values()]
     rows["5 torch.as_tensor views of NumPy arrays"] = [torch.as_tensor(np.zeros(s, np.float32))
                                                       for s in shapes.values()]
-
-def one_round(call):
-    start = time.perf_counter()
-    for _ in range(N):
-        call()
-    return (time.perf_counter() - start) / N * 1e6
 
 calls = {}
 for name, arrays in rows.items():
@@ -77,14 +71,11 @@ calls["from Python: an empty call (its overhead)"] = lambda: None
 def shaped_like_a_generated_function(x, W, b, gates, y, *, stream=None):
     pass
 calls["from Python: an empty function of 5 arguments"] = lambda: shaped_like_a_generated_function(1, 2, 3, 4, 5)
-hits, launched = k._fast.hits, FAKE.fake_counted() + 0
-times = {name: [] for name in calls}
-for _ in range(ROUNDS):
-    for name, call in calls.items():
-        times[name].append(one_round(call))
+hits, launched = k._fast.hits, FAKE.fake_counted()
+times = interleaved([(name, lambda call=call: one_round(call, lambda: None)) for name, call in calls.items()])
 reads = {name: EXT.read_cost(arrays[0], 200000) for name, arrays in rows.items()}  # (ns, how) of one array
 steps_calls = ROUNDS * N if steps is not None else 0  # launched too, not through a launcher
-report(times={name: statistics.median(t) for name, t in times.items()}, reads=reads, hits=k._fast.hits - hits,
+report(times=dict(times), reads=reads, hits=k._fast.hits - hits,
        launched=FAKE.fake_counted() - launched - steps_calls, kinds={t.__name__: v for t, v in EXT.kinds().items()})
 """
 
@@ -99,8 +90,8 @@ def main() -> None:
         print(f"{name:<48} {us:>9.3f}")
     for name, (ns, how) in got["reads"].items():
         print(f"C read of the first of {name}: {ns:.0f} ns ({how})")
-    print(f"{sys.implementation.name} {sys.version.split()[0]}, stand-in libcuda, median of 7 interleaved rounds "
-          "of 20000 calls")
+    print(f"{sys.implementation.name} {sys.version.split()[0]}, stand-in libcuda, median of {ROUNDS} interleaved "
+          f"rounds of {N} calls")
 
 
 if __name__ == "__main__":
