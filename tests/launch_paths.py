@@ -50,15 +50,18 @@ def module_launchers() -> list[KernelLauncher]:
     return [v for m in (vsn, qkv) for v in vars(m).values() if isinstance(v, KernelLauncher)]
 
 
+def take_path(monkeypatch: pytest.MonkeyPatch, path: str) -> None:
+    """Launchers built from here on take ``path``: "python" (``LAYOUTGEN_PYTHON_LAUNCH=1``) or "compiled"."""
+    monkeypatch.setenv(PYTHON_LAUNCH_ENV, "1" if path == "python" else "0")
+
+
 @pytest.fixture(params=["python", "compiled"])
 def launch_path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     """Run the test through one launch path; launchers built in the test and the modules' ones take it."""
     module, reason = fastpath.extension()
-    if request.param == "python":
-        monkeypatch.setenv(PYTHON_LAUNCH_ENV, "1")
-    else:
+    take_path(monkeypatch, request.param)
+    if request.param == "compiled":
         assert module is not None, f"the compiled launch path must be built here: {reason}"
-        monkeypatch.setenv(PYTHON_LAUNCH_ENV, "0")
         module.set_hook(replay, current_device)
     COMPILED.clear()
     HANDLES.clear()

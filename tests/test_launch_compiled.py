@@ -24,7 +24,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.launch_paths import COMPILED, HANDLES, current_device, launch_path, replay  # noqa: F401  (fixture)
+from tests.launch_paths import (  # noqa: F401  (launch_path: the fixture)
+    COMPILED, HANDLES, current_device, launch_path, replay, take_path)
 from tests.test_launch_paths import EXT, device, hooked, launcher, outcome  # noqa: F401  (fixtures)
 from tests.test_launch_validation import BASE, FWD, B, K, ProtocolStream
 
@@ -66,10 +67,7 @@ def both_paths(monkeypatch: pytest.MonkeyPatch, spec: KernelSpec,
     """``run`` on a fresh launcher of ``spec`` on each path: what it returned, the launches made, the launcher."""
     results = {}
     for path in ("python", "compiled"):
-        if path == "python":
-            monkeypatch.setenv(PYTHON_LAUNCH_ENV, "1")
-        else:
-            monkeypatch.setenv(PYTHON_LAUNCH_ENV, "0")
+        take_path(monkeypatch, path)
         launched: list[tuple[Any, ...]] = []
         k = launcher(spec, launched)
         assert (k._fast is None) == (path == "python")
@@ -509,10 +507,7 @@ def program(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[[str], list[tu
     given = buffers()
 
     def run(path: str) -> list[tuple[str, int, int, list[int]]]:
-        if path == "python":
-            monkeypatch.setenv(PYTHON_LAUNCH_ENV, "1")
-        else:
-            monkeypatch.setenv(PYTHON_LAUNCH_ENV, "0")
+        take_path(monkeypatch, path)
         made: list[tuple[str, int, int, list[int]]] = []
         for k in module_launchers():
             recorder = Recorded(lambda blocks, block, values, stream, name=k.spec.name: made.append(

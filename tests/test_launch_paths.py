@@ -23,7 +23,7 @@ import numpy as np
 import pytest
 
 from tests.fake_device import Recorded, fake_device
-from tests.launch_paths import COMPILED, launch_path  # noqa: F401  (the fixture)
+from tests.launch_paths import COMPILED, launch_path, take_path  # noqa: F401  (the fixture)
 
 from layoutgen.runtime import driver, fastpath, launch
 from layoutgen.runtime.launch import KernelLauncher, KernelSpec, LaunchError, LayoutSpec, ParamSpec, ScalarSpec
@@ -132,10 +132,7 @@ def test_every_refusal_is_handed_over_and_refused_with_the_python_paths_code_and
         on: int) -> None:
     results = {}
     for path in ("python", "compiled"):
-        if path == "python":
-            monkeypatch.setenv(PYTHON_LAUNCH_ENV, "1")
-        else:
-            monkeypatch.setenv(PYTHON_LAUNCH_ENV, "0")
+        take_path(monkeypatch, path)
         launched: list[tuple[Any, ...]] = []
         k = launcher(FWD.spec, launched)
         assert (k._fast is None) == (path == "python")
@@ -181,10 +178,7 @@ def test_accepted_launches_pack_byte_identical_parameters_on_both_paths(
         arguments: Callable[[int], tuple[Any, ...]]) -> None:
     packed_by: dict[str, list[tuple[int, int, bytes]]] = {}
     for path in ("python", "compiled"):
-        if path == "python":
-            monkeypatch.setenv(PYTHON_LAUNCH_ENV, "1")
-        else:
-            monkeypatch.setenv(PYTHON_LAUNCH_ENV, "0")
+        take_path(monkeypatch, path)
         launched: list[tuple[Any, ...]] = []
         k = launcher(spec, launched)
         COMPILED.clear()

@@ -19,6 +19,7 @@ import pytest
 from layoutgen.runtime import fastpath, launch
 from layoutgen.runtime.launch import KernelLauncher, LaunchError
 from layoutgen.runtime.paths import PYTHON_LAUNCH_ENV
+from tests.launch_paths import take_path
 
 pytestmark = pytest.mark.gpu
 B, K = 5, 7
@@ -34,10 +35,7 @@ def paths(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, KernelLauncher]
     fwd = vsn._lg_kernel_variable_selection_fwd
     made = {}
     for path in ("python", "compiled"):
-        if path == "python":
-            monkeypatch.setenv(PYTHON_LAUNCH_ENV, "1")
-        else:
-            monkeypatch.setenv(PYTHON_LAUNCH_ENV, "0")
+        take_path(monkeypatch, path)
         made[path] = fwd.fresh()
     assert made["python"]._fast is None and made["compiled"]._fast is not None
     yield made
