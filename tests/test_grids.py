@@ -51,10 +51,11 @@ def raises(make: Callable[[], object]) -> KernelError:
     return info.value
 
 
-def rendered_files(debug: bool = False) -> dict[str, str]:
-    loaded = load_spec(REPO / SPEC)
+def rendered_files(debug: bool = False, spec: str = SPEC) -> dict[str, str]:
+    """The files `spec` (a spec of this repository, this module's by default) renders to, with no diagnostic."""
+    loaded = load_spec(REPO / spec)
     assert loaded.spec is not None, loaded.diagnostics
-    rendered = render_spec(loaded.spec, REPO, SPEC, debug=debug)
+    rendered = render_spec(loaded.spec, REPO, spec, debug=debug)
     assert rendered.diagnostics == (), [str(d) for d in rendered.diagnostics]
     return rendered.files
 

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from layoutgen import Field, Grid, In, Kernel, KernelError, Layout, Out, Shared, Site, Spec, Tile, dims, f32
+from layoutgen import Field, Grid, In, Kernel, Layout, Out, Site, Spec, Tile, dims, f32
 from layoutgen.checks import check_spec
 from layoutgen.checks.lint import lint_template
 from layoutgen.checks.tile_loops import lines_in_tile_loops
@@ -29,7 +29,8 @@ from layoutgen.runtime.plan import KernelSpec, SharedArray
 from tests.fake_device import SMS
 from tests.test_escaping import load
 from tests.test_generated_names import nvrtc
-from tests.test_grids import OUT, device  # noqa: F401  (the fixture: a device that records what it would start)
+from tests.test_grids import OUT, device, raises  # noqa: F401  (device: the fixture that records what it would start)
+from tests.test_grids import rendered_files as grid_files
 from tests.test_launch_validation import Dev
 
 REPO = Path(__file__).resolve().parent.parent
@@ -39,18 +40,8 @@ Window = Layout("Window", [B, K], f32, [Field("snap", 40), Field("context", 16)]
 Rows = Layout("Rows", [N], f32, width=40)
 
 
-def raises(make: Callable[[], object]) -> KernelError:
-    with pytest.raises(KernelError) as info:
-        make()
-    return info.value
-
-
 def rendered_files(debug: bool = False) -> dict[str, str]:
-    loaded = load_spec(REPO / SPEC)
-    assert loaded.spec is not None, loaded.diagnostics
-    rendered = render_spec(loaded.spec, REPO, SPEC, debug=debug)
-    assert rendered.diagnostics == (), [str(d) for d in rendered.diagnostics]
-    return rendered.files
+    return grid_files(debug, SPEC)
 
 
 # -- declarations -----------------------------------------------------------------------------------------------
