@@ -144,7 +144,7 @@ extern "C" __global__ void __launch_bounds__(128) vsn_bwd_hand(
                 vsn::split_tf32(va ? xs[ra * 44 + 8 * nt + g] : 0.0f, xh[nt][0], xl[nt][0]);
                 vsn::split_tf32(vb ? xs[rb * 44 + 8 * nt + g] : 0.0f, xh[nt][1], xl[nt][1]);
             }
-            const unsigned ones[2] = {va && g == 0 ? 0x3f800000u : 0u, vb && g == 0 ? 0x3f800000u : 0u};
+            const unsigned ones[2] = {va && lane < 4 ? 0x3f800000u : 0u, vb && lane < 4 ? 0x3f800000u : 0u};
 #pragma unroll
             for (int mt = 0; mt < 3; ++mt) {
                 const int i0 = 16 * mt + g, i1 = i0 + 8;
