@@ -5,9 +5,11 @@ Run on a GPU machine from the repository root:
     PYTHONPATH=. python3 benchmarks/bench_launch.py
 
 Each row launches an empty kernel with the same five arrays and two sizes,
-N times back to back, and reports the host time per call (median of several
-rounds, every row's rounds interleaved with the others', the C program run
-once a round). Prints a table; no assertion. The launcher rows take the compiled
+N times back to back from a Python loop that calls it as a user's code does
+(`for _ in range(n): launcher(x, w, b, gates, y)`), and reports the host time
+per call (median of several rounds, every row's rounds interleaved with the
+others', the C program run once a round: its loops of the same launch are the
+floor). Prints a table; no assertion. The launcher rows take the compiled
 launch path where `runtime/_fastlaunch.c` is built (`pip install -e .`, or
 `python setup.py build_ext --inplace`; the line printed after the first row
 says which path ran), and the Python path where they say it is forced.
@@ -43,26 +45,40 @@ except ImportError as exc:  # pragma: no cover - reported in the table
     TRITON_MISSING = str(exc)
 
 
-def per_call_us(fn: Callable[[], None], sync: Callable[[], None]) -> float:
-    """µs per call of ``fn``: the median of ROUNDS rounds of N calls after a warm-up (bench_launch_parts.py,
-    bench_torch.py and bench_program.py time their rows so, one row after the other)."""
-    warm_up(fn, sync)
-    return statistics.median(one_round(fn, sync) for _ in range(ROUNDS))
+def per_call_us(fn: Callable[..., Any], sync: Callable[[], None], *args: Any, **kwargs: Any) -> float:
+    """µs per call of ``fn(*args, **kwargs)``: the median of ROUNDS rounds of N calls after a warm-up
+    (bench_launch_parts.py, bench_torch.py and bench_program.py time their rows so, one row after the other)."""
+    warm_up(fn, sync, *args, **kwargs)
+    return statistics.median(one_round(fn, sync, *args, **kwargs) for _ in range(ROUNDS))
 
 
-def warm_up(fn: Callable[[], None], sync: Callable[[], None]) -> None:
-    for _ in range(2000):
-        fn()
+def warm_up(fn: Callable[..., Any], sync: Callable[[], None], *args: Any, **kwargs: Any) -> None:
+    calls_of(fn, args, kwargs)(2000)
     sync()
 
 
-def one_round(fn: Callable[[], None], sync: Callable[[], None]) -> float:
-    """µs per call of N calls of ``fn`` back to back, then ``sync``."""
+def one_round(fn: Callable[..., Any], sync: Callable[[], None], *args: Any, **kwargs: Any) -> float:
+    """µs per call of N calls of ``fn(*args, **kwargs)`` back to back, then ``sync``."""
+    calls = calls_of(fn, args, kwargs)
     start = time.perf_counter()
-    for _ in range(N):
-        fn()
+    calls(N)
     sync()
     return (time.perf_counter() - start) / N * 1e6
+
+
+def calls_of(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Callable[[int], None]:
+    """A function that calls ``fn(*args, **kwargs)`` n times, written out as a user's loop writes the call
+    (``for _ in range(n): launcher(x, w, b, gates, y)``, the arguments local names): no lambda or argument
+    unpacking between the loop and the call, which would add a Python frame of its own to every row."""
+    names = [f"a{i}" for i in range(len(args))] + [f"{key}=k{i}" for i, key in enumerate(kwargs)]
+    parameters = [f"a{i}" for i in range(len(args))] + [f"k{i}" for i in range(len(kwargs))]
+    source = (f"def calls(n, fn, {', '.join(['_'] + parameters)}):\n"
+              f"    for _ in range(n):\n"
+              f"        fn({', '.join(names)})\n")
+    namespace: dict[str, Any] = {}
+    exec(compile(source, "<bench_launch calls>", "exec"), namespace)
+    loop = namespace["calls"]
+    return lambda n: loop(n, fn, None, *args, *kwargs.values())
 
 
 def interleaved(rows: list[tuple[str, Callable[[], float]]],
@@ -105,17 +121,20 @@ def build_floor(out: Path) -> Path | None:
     return program
 
 
-def c_floor(program: Path) -> dict[str, float]:
-    """One run of the C program: µs per call by way of launching (empty where it fails, said on stderr)."""
-    ran = subprocess.run([str(program)], check=False, capture_output=True, text=True)
+def c_floor(program: Path, cubin: Path) -> dict[str, float]:
+    """One run of the C program: µs per call by way of launching (empty where it fails, said on stderr); its
+    last two ways launch ``empty`` of ``cubin``, the launchers' own function."""
+    ran = subprocess.run([str(program), str(cubin), "empty"], check=False, capture_output=True, text=True)
     if ran.returncode:
         print(f"floor failed:\n{ran.stderr}", file=sys.stderr)
         return {}
     return {name: float(us) for name, us in (line.split() for line in ran.stdout.splitlines())}
 
 
-def cuda_core_launch(cubin: Path, arrays: tuple[Any, ...], sizes: tuple[int, int], grid: int) -> Callable[[], None]:
-    """A launch of the same cubin through cuda.core (its prepared launch: config and kernel made once)."""
+def cuda_core_launch(cubin: Path, arrays: tuple[Any, ...], sizes: tuple[int, int],
+                     grid: int) -> tuple[Callable[..., None], ...]:
+    """A launch of the same cubin through cuda.core (its prepared launch: config and kernel made once): the
+    function and its arguments."""
     try:
         from cuda.core import Device, LaunchConfig, ObjectCode, launch
     except ImportError:  # releases before 1.0 keep the API under .experimental
@@ -129,7 +148,7 @@ def cuda_core_launch(cubin: Path, arrays: tuple[Any, ...], sizes: tuple[int, int
     kernel = ObjectCode.from_cubin(cubin.read_bytes()).get_kernel("empty")
     config = LaunchConfig(grid=grid, block=128)
     args = (*(np.intp(a.data.ptr) for a in arrays), *(np.int64(n) for n in sizes))
-    return lambda: launch(stream, config, kernel, *args)
+    return (launch, stream, config, kernel, *args)
 
 
 def generated_module(out: Path):  # type: ignore[no-untyped-def]
@@ -156,9 +175,9 @@ def main() -> None:
     rows: list[tuple[str, Callable[[], float]]] = []  # each row: one round of its calls, µs per call
     missing: list[tuple[str, float]] = []  # what could not be timed here, and why (a NaN row)
 
-    def row(name: str, fn: Callable[[], None], sync: Callable[[], None] = sync) -> None:
-        warm_up(fn, sync)
-        rows.append((name, lambda: one_round(fn, sync)))
+    def row(name: str, fn: Callable[..., Any], *args: Any, sync: Callable[[], None] = sync, **kwargs: Any) -> None:
+        warm_up(fn, sync, *args, **kwargs)
+        rows.append((name, lambda: one_round(fn, sync, *args, **kwargs)))
 
     with tempfile.TemporaryDirectory(dir=ROOT) as tmp:
         module = generated_module(Path(tmp))
@@ -170,18 +189,21 @@ def main() -> None:
 
         launcher = module.empty
         empty = module._lg_kernel_empty
-        row("layoutgen launcher, compiled path (validates 5 arrays)", lambda: launcher(x, w, b, gates, y))
+        row("layoutgen launcher, compiled path (validates 5 arrays)", launcher, x, w, b, gates, y)
         print(launch_path_text())  # the path the row above takes: compiled where the extension is built
         plan = next(iter(empty._plans.values()))  # planned by the row's warm-up
         steps = program_steps("empty", 5, [(plan.launch, plan.checked.blocks, plan.checked.block, (0, 1, 2, 3, 4),
                                             plan.checked.symbols)])
         if steps is not None:  # the compiled path's own floor: a program step, launched with nothing read or checked
             pointers = (x.data.ptr, w.data.ptr, b.data.ptr, gates.data.ptr, y.data.ptr)
-            row("compiled path, nothing checked (a program's step)", lambda: steps.launch(pointers, None))
+            row("compiled path, nothing checked (a program's step)", steps.launch, pointers, None)
         os.environ[PYTHON_LAUNCH_ENV] = "1"  # read when a launcher is built
         python_path = empty.fresh()
         del os.environ[PYTHON_LAUNCH_ENV]  # back to the default, the compiled path
-        row("layoutgen launcher, Python path forced", lambda: python_path(x, w, b, gates, y))
+        wrapped = getattr(launcher, "__wrapped__", None)  # the generated function, where C stands in its name
+        if wrapped is not None:
+            row("the same through the generated function's frame", wrapped, x, w, b, gates, y)
+        row("layoutgen launcher, Python path forced", python_path, x, w, b, gates, y)
         print(f"default launch path: {type(empty.function(0, 'sm_90')).__name__}")
 
         # The raw CuPy call: a RawKernel of the same cubin, loaded the way CuPy users load one.
@@ -193,35 +215,39 @@ def main() -> None:
         kernel = cupy.RawModule(path=str(empty.cache().paths(request.key())[0])).get_function("empty")
         grid, block = ((B * K + 127) // 128,), (128,)
         nb, nk = np.int64(B), np.int64(K)
-        row("raw CuPy RawKernel call", lambda: kernel(grid, block, (x, w, b, gates, y, nb, nk)))
+        row("raw CuPy RawKernel call", kernel, grid, block, (x, w, b, gates, y, nb, nk))
         values = [x.data.ptr, w.data.ptr, b.data.ptr, gates.data.ptr, y.data.ptr, B, K]
         try:
             packed = PackedLaunch(int(kernel.kernel.ptr), 7)
-            row("cuLaunchKernel via cuda.bindings (no checks)", lambda: packed(grid[0], 128, values, None))
+            row("cuLaunchKernel via cuda.bindings (no checks)", packed, grid[0], 128, values, None)
         except ImportError as exc:
             missing.append((f"cuda.bindings unavailable: {exc}", float("nan")))
         try:
             row("cuda.core launch (prepared config)",
-                cuda_core_launch(empty.cache().paths(request.key())[0], (x, w, b, gates, y), (B, K), grid[0]))
+                *cuda_core_launch(empty.cache().paths(request.key())[0], (x, w, b, gates, y), (B, K), grid[0]))
         except Exception as exc:  # not installed, or an API this script does not know: reported in the table
             missing.append((f"cuda.core unavailable: {type(exc).__name__}: {exc}"[:60], float("nan")))
         floor = build_floor(Path(tmp))
-        if floor is not None:  # one run of the C program a round: its two ways, the second from the same run
+        if floor is not None:  # one run of the C program a round: its ways, all but the first from the same run
             last: dict[str, float] = {}
+            cubin = empty.cache().paths(request.key())[0]
 
             def floor_round(way: str) -> float:
                 if way == "cuLaunchKernel":
                     last.clear()
-                    last.update(c_floor(floor))
+                    last.update(c_floor(floor, cubin))
                 return last.get(way, float("nan"))
 
-            rows.append(("C program: bare cuLaunchKernel loop", lambda: floor_round("cuLaunchKernel")))
-            rows.append(("C program: <<<>>> loop", lambda: floor_round("chevrons")))
+            for way, name in (("cuLaunchKernel", "C program: bare cuLaunchKernel loop"),
+                              ("chevrons", "C program: <<<>>> loop"),
+                              ("cubin", "C program: cuLaunchKernel of the launchers' cubin"),
+                              ("device_then_launch", "C program: current device read, then launch")):
+                rows.append((name, lambda way=way: floor_round(way)))
         else:
             missing.append(("C program: bare cuLaunchKernel loop", float("nan")))
         os.environ[LAUNCH_ENV] = "cupy"  # read when the launcher is built and when its kernel loads (the warm-up)
         through_cupy = empty.fresh()
-        row("layoutgen launcher, CuPy launch path", lambda: through_cupy(x, w, b, gates, y))
+        row("layoutgen launcher, CuPy launch path", through_cupy, x, w, b, gates, y)
         del os.environ[LAUNCH_ENV]
 
         if triton_empty is not None:
@@ -229,14 +255,14 @@ def main() -> None:
 
             # torch's own tensors, as a torch program has them (same shapes, its caching allocator's memory)
             tx, tw, tb, tg, ty = (torch.empty(a.shape, device="cuda") for a in (x, w, b, gates, y))
-            row("Triton launch (torch tensors)", lambda: triton_empty[grid](tx, tw, tb, tg, ty, B, K, BLOCK=128),
-                torch.cuda.synchronize)
+            row("Triton launch (torch tensors)", triton_empty[grid], tx, tw, tb, tg, ty, B, K, BLOCK=128,
+                sync=torch.cuda.synchronize)
             # the generated launcher on them: read through DLPack's C exchange API, no conversion
-            row("layoutgen launcher on torch tensors, compiled path", lambda: launcher(tx, tw, tb, tg, ty))
-            row("layoutgen launcher on torch, Python path forced", lambda: python_path(tx, tw, tb, tg, ty))
+            row("layoutgen launcher on torch tensors, compiled path", launcher, tx, tw, tb, tg, ty)
+            row("layoutgen launcher on torch, Python path forced", python_path, tx, tw, tb, tg, ty)
             # torch tensors over the CuPy arrays' memory (torch.as_tensor through __cuda_array_interface__)
             sx, sw, sb, sg, sy = (torch.as_tensor(a, device="cuda") for a in (x, w, b, gates, y))
-            row("layoutgen launcher on torch.as_tensor(CuPy arrays)", lambda: launcher(sx, sw, sb, sg, sy))
+            row("layoutgen launcher on torch.as_tensor(CuPy arrays)", launcher, sx, sw, sb, sg, sy)
         else:
             missing.append((f"Triton unavailable: {TRITON_MISSING}", float("nan")))
 
@@ -254,6 +280,7 @@ def main() -> None:
     for name, us in timed:
         print(f"{name:<52} {us:>9.2f} {us / base:>11.2f}× {us / floor_us:>10.2f}×")
     for compiled in ("layoutgen launcher, compiled path (validates 5 arrays)",
+                     "the same through the generated function's frame",
                      "compiled path, nothing checked (a program's step)",
                      "layoutgen launcher on torch tensors, compiled path"):
         print(f"{compiled} / C floor, round by round: "

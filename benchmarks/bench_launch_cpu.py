@@ -53,26 +53,26 @@ if torch is not None:
 calls = {}
 for name, arrays in rows.items():
     k.entry(*arrays)  # planned by the Python path, taught to the compiled one
-    calls[name] = lambda arrays=arrays: k.entry(*arrays)  # what the generated function calls
+    calls[name] = (k.entry, *arrays)  # what the generated function calls
 plan = next(iter(k._plans.values()))
 checked = plan.checked
 pointers = tuple(a.data.ptr for a in rows["5 CuPy arrays (their fields)"])
 steps = fastpath.program_steps("fwd", 5, [(plan.launch, checked.blocks, checked.block, (0, 1, 2, 3, 4),
                                            checked.symbols)])
 if steps is not None:  # a program's launch: the call, the stream, the driver; nothing read or checked
-    calls["floor: Steps.launch of the same launch"] = lambda: steps.launch(pointers, None)
+    calls["floor: Steps.launch of the same launch"] = (steps.launch, pointers, None)
 if torch is not None:
     tensors = rows["5 torch tensors (DLPack)"]
     bump = torch._C._increment_version
-    calls["from Python: t.is_neg()"] = tensors[0].is_neg
-    calls["from Python: torch.is_grad_enabled()"] = torch.is_grad_enabled
-    calls["from Python: _increment_version((g, y))"] = lambda: bump((tensors[3], tensors[4]))
-calls["from Python: an empty call (its overhead)"] = lambda: None
+    calls["from Python: t.is_neg()"] = (tensors[0].is_neg,)
+    calls["from Python: torch.is_grad_enabled()"] = (torch.is_grad_enabled,)
+    calls["from Python: _increment_version((g, y))"] = (bump, (tensors[3], tensors[4]))
+calls["from Python: an empty call (its overhead)"] = (lambda: None,)
 def shaped_like_a_generated_function(x, W, b, gates, y, *, stream=None):
     pass
-calls["from Python: an empty function of 5 arguments"] = lambda: shaped_like_a_generated_function(1, 2, 3, 4, 5)
+calls["from Python: an empty function of 5 arguments"] = (shaped_like_a_generated_function, 1, 2, 3, 4, 5)
 hits, launched = k._fast.hits, FAKE.fake_counted()
-times = interleaved([(name, lambda call=call: one_round(call, lambda: None)) for name, call in calls.items()])
+times = interleaved([(name, lambda call=call: one_round(call[0], lambda: None, *call[1:])) for name, call in calls.items()])
 reads = {name: EXT.read_cost(arrays[0], 200000) for name, arrays in rows.items()}  # (ns, how) of one array
 steps_calls = ROUNDS * N if steps is not None else 0  # launched too, not through a launcher
 report(times=dict(times), reads=reads, hits=k._fast.hits - hits,

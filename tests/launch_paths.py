@@ -44,10 +44,29 @@ def current_device() -> int | None:
 
 def module_launchers() -> list[KernelLauncher]:
     """The launchers of the generated modules the tests import (built when they were imported)."""
+    return [launcher for _, launcher in _modules_launchers()]
+
+
+def _modules_launchers() -> list[tuple[Any, KernelLauncher]]:
     import generated.qkv as qkv
     import generated.vsn as vsn
 
-    return [v for m in (vsn, qkv) for v in vars(m).values() if isinstance(v, KernelLauncher)]
+    return [(m, v) for m in (vsn, qkv) for v in vars(m).values() if isinstance(v, KernelLauncher)]
+
+
+def rebuild(monkeypatch: pytest.MonkeyPatch, launcher: KernelLauncher, module: Any = None) -> None:
+    """``launcher`` takes the launch path chosen now (``take_path``), as if built now; the module's name of its
+    launcher function (bound to the path of the import, :meth:`KernelLauncher.public`) follows it."""
+    monkeypatch.setattr(launcher, "_fast", None)  # restored afterwards
+    monkeypatch.setattr(launcher, "entry", None)
+    # nothing planned or loaded: an earlier test's plans launch through that test's fakes
+    monkeypatch.setattr(launcher, "_plans", {})
+    monkeypatch.setattr(launcher, "_functions", {})
+    monkeypatch.setattr(launcher, "_disjoint", (None, []))
+    launcher.__post_init__()
+    signature = launcher.signature
+    if module is not None and signature is not None:
+        monkeypatch.setattr(module, signature.__name__, launcher.public(signature))
 
 
 def take_path(monkeypatch: pytest.MonkeyPatch, path: str) -> None:
@@ -65,10 +84,8 @@ def launch_path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch)
         module.set_hook(replay, current_device)
     COMPILED.clear()
     HANDLES.clear()
-    for launcher in module_launchers():
-        monkeypatch.setattr(launcher, "_fast", None)  # restored afterwards
-        monkeypatch.setattr(launcher, "entry", None)
-        launcher.__post_init__()  # the compiled path (or none) for this test's path
+    for generated, launcher in _modules_launchers():
+        rebuild(monkeypatch, launcher, generated)  # the compiled path (or none) for this test's path
     try:
         yield request.param
     finally:

@@ -495,7 +495,7 @@ def program(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[[str], list[tu
     calls as loaded kernels are, so the runner's prepared launches are reused)."""
     import generated.vsn as vsn
     from tests.fake_device import Recorded, fake_device
-    from tests.launch_paths import module_launchers
+    from tests.launch_paths import module_launchers, rebuild
     from tests.test_program_runner import LR, buffers
 
     from layoutgen.runtime import program as runtime_program
@@ -513,9 +513,7 @@ def program(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[[str], list[tu
             recorder = Recorded(lambda blocks, block, values, stream, name=k.spec.name: made.append(
                 (name, blocks, block, list(values))))
             monkeypatch.setattr(k, "function", lambda device, arch, recorder=recorder: recorder)
-            monkeypatch.setattr(k, "_fast", None)
-            monkeypatch.setattr(k, "entry", None)
-            k.__post_init__()
+            rebuild(monkeypatch, k)
         COMPILED.clear()
         for _ in range(2):
             vsn.vsn_step(**given, lr=LR)

@@ -5,7 +5,10 @@
 // from bare metal). Same kernel shape as benchmarks/launch/spec.py: five pointers and two 64-bit sizes, 16
 // blocks of 128 threads, launched back to back on the legacy default stream, then one synchronize.
 //
-// Prints one line per way of launching: "<name> <microseconds per call>", the median of ROUNDS rounds.
+// Prints one line per way of launching: "<name> <microseconds per call>", the median of ROUNDS rounds. Given a
+// cubin and a kernel name (`floor empty.cubin empty`), it also launches that kernel as loaded by
+// cuModuleLoadData (the very function a launcher loads), and times the launch after the two driver calls a
+// compiled launcher makes first (cuCtxGetCurrent and cuCtxGetDevice: which device is current).
 #include <cuda.h>
 #include <cuda_runtime.h>
 
@@ -13,6 +16,8 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
+#include <iterator>
 #include <vector>
 
 extern "C" __global__ void empty(const float*, const float*, const float*, float*, float*, long long, long long) {}
@@ -56,7 +61,7 @@ double per_call_us(Launch launch) {
 
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
     float* buffers[5];
     for (float*& buffer : buffers) check(cudaMalloc(&buffer, 64 * 32 * 56 * sizeof(float)), "cudaMalloc");
     long long rows = 64, columns = 32;
@@ -72,6 +77,31 @@ int main() {
     });
     std::printf("cuLaunchKernel %.3f\n", driver);
     std::printf("chevrons %.3f\n", chevrons);
+    if (argc == 3) {
+        std::ifstream file(argv[1], std::ios::binary);
+        std::vector<char> image((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+        if (image.empty()) {
+            std::fprintf(stderr, "%s: no cubin read\n", argv[1]);
+            return 1;
+        }
+        CUmodule module;
+        CUfunction loaded;
+        check(cuModuleLoadData(&module, image.data()), "cuModuleLoadData");
+        check(cuModuleGetFunction(&loaded, module, argv[2]), "cuModuleGetFunction");
+        double cubin = per_call_us([&] {
+            check(cuLaunchKernel(loaded, kBlocks, 1, 1, kThreads, 1, 1, 0, nullptr, params, nullptr), "cuLaunchKernel");
+        });
+        double current = per_call_us([&] {
+            CUcontext context;
+            CUdevice device;
+            check(cuCtxGetCurrent(&context), "cuCtxGetCurrent");
+            check(cuCtxGetDevice(&device), "cuCtxGetDevice");
+            check(cuLaunchKernel(loaded, kBlocks, 1, 1, kThreads, 1, 1, 0, nullptr, params, nullptr), "cuLaunchKernel");
+        });
+        std::printf("cubin %.3f\n", cubin);
+        std::printf("device_then_launch %.3f\n", current);
+        cuModuleUnload(module);
+    }
     for (float* buffer : buffers) cudaFree(buffer);
     return 0;
 }

@@ -846,6 +846,8 @@ typedef struct {
     PyObject *name;      /* the kernel's name (stream_handle names it in LG616) */
     PyObject *fallback;  /* the Python path: KernelLauncher._python_path(*arguments, stream=...) */
     PyObject *scalar_check;  /* (index, value) -> the value's launch value, or a LaunchError */
+    PyObject *binding;   /* the generated launcher function, where this stands in its name (bind_signature) */
+    PyObject *dict;      /* its __name__, __doc__, __wrapped__ (KernelLauncher.public) */
     int n_arrays, n_scalars;
     int scalar_kinds[MAX_VALUES];
     int scalar_finite[MAX_VALUES];
@@ -1000,18 +1002,22 @@ static int launch_call(Launcher *self, PyObject *const *args, size_t nargsf, PyO
     for (int k = 0; k < plan->n_symbols; k++)
         buffer[count++] = plan->symbols[k];
     plan = NULL;  /* Python code runs from here on */
-    if (n_written) {  /* LG618 on the Python path (TorchWrites.check) */
-        PyObject *on = grad_enabled ? call_held(grad_enabled, NULL) : NULL;
-        int grad = on == NULL ? -1 : PyObject_IsTrue(on);
-        Py_XDECREF(on);
-        for (int k = 0; grad == 1 && k < n_written; k++) {
+    if (n_written) {  /* LG618 on the Python path (TorchWrites.check): a written tensor that requires grad, in
+                       * grad mode. Each tensor's flag is read first (a getter), the grad mode (a call) only
+                       * where one is set: the same calls refused, a call fewer where none is (an output's usual
+                       * state). */
+        int wanted = 0;
+        for (int k = 0; !wanted && k < n_written; k++) {
             PyObject *wants = tensor_requires_grad(arrays[written[k]]);
-            int yes = wants == NULL ? -1 : PyObject_IsTrue(wants);
+            wanted = wants == NULL ? -1 : PyObject_IsTrue(wants);
             Py_XDECREF(wants);
-            if (yes != 0)
-                grad = -1;
         }
-        if (grad != 0 && grad != 1) {
+        if (wanted == 1) {  /* one requires grad: launched under torch.no_grad() (an optimizer's step) */
+            PyObject *on = grad_enabled ? call_held(grad_enabled, NULL) : NULL;
+            wanted = on == NULL ? -1 : PyObject_IsTrue(on);
+            Py_XDECREF(on);
+        }
+        if (wanted) {  /* refused in grad mode, or a read failed: the Python path decides */
             swallow();
             goto handover_held;
         }
@@ -1056,11 +1062,32 @@ static int try_launch(Launcher *self, PyObject *const *args, size_t nargsf, PyOb
     return got;
 }
 
+/* Whether a call passes exactly the arrays and scalars by position, and at most `stream=` by keyword: the
+ * calls launch_call binds itself. */
+static int bound_by_position(Launcher *self, size_t nargsf, PyObject *kwnames) {
+    if (PyVectorcall_NARGS(nargsf) != self->n_arrays + self->n_scalars)
+        return 0;
+    if (kwnames == NULL || PyTuple_GET_SIZE(kwnames) == 0)
+        return 1;
+    PyObject *keyword = PyTuple_GET_ITEM(kwnames, 0);
+    return PyTuple_GET_SIZE(kwnames) == 1 && (keyword == s_stream || PyUnicode_Compare(keyword, s_stream) == 0);
+}
+
 static PyObject *Launcher_vectorcall(PyObject *callable, PyObject *const *args, size_t nargsf, PyObject *kwnames) {
     Launcher *self = (Launcher *)callable;
     if (self->fallback == NULL) {
         PyErr_SetString(PyExc_TypeError, "a Launcher must be initialised before it is called");
         return NULL;
+    }
+    /* Standing in the generated function's name, a call that function would bind otherwise (arrays given by
+     * keyword, a wrong count) is that function's: it binds them, or raises its TypeError, and calls back. */
+    PyObject *binding = self->binding;
+    if (binding != NULL && !bound_by_position(self, nargsf, kwnames)) {
+        PyErr_Clear();  /* a str compared with a str: nothing to keep */
+        Py_INCREF(binding);
+        PyObject *got = PyObject_Vectorcall(binding, args, nargsf, kwnames);
+        Py_DECREF(binding);
+        return got;
     }
     int got = try_launch(self, args, nargsf, kwnames);
     if (got < 0)
@@ -1400,10 +1427,41 @@ static int Launcher_init(Launcher *self, PyObject *args, PyObject *kwds) {
     return 0;
 }
 
+/* bind_signature(function): stand in the name of `function`, which takes the arrays and scalars in this one's
+ * order (KernelLauncher.public), once. */
+static PyObject *Launcher_bind_signature(Launcher *self, PyObject *function) {
+    if (!PyCallable_Check(function) || self->fallback == NULL) {
+        PyErr_SetString(PyExc_TypeError, "bind_signature() takes the generated launcher function, once the "
+                                         "Launcher is initialised");
+        return NULL;
+    }
+    if (self->binding != NULL) {  /* a call in flight may be running the one it has */
+        PyErr_SetString(PyExc_TypeError, "a Launcher stands in one function's name, once");
+        return NULL;
+    }
+    self->binding = Py_NewRef(function);
+    Py_RETURN_NONE;
+}
+
+/* As a class attribute it is what it is (a static method): the function it stands for binds no `self`
+ * either, as it is never given one. Being a descriptor also makes it a routine to inspect and pydoc, whose
+ * help() then shows the signature it wraps. */
+static PyObject *Launcher_descr_get(PyObject *self, PyObject *instance, PyObject *owner) {
+    return Py_NewRef(self);
+}
+
+static PyObject *Launcher_repr(Launcher *self) {
+    if (self->name == NULL)
+        return PyUnicode_FromString("<layoutgen compiled launcher (not initialised)>");
+    return PyUnicode_FromFormat("<layoutgen compiled launcher of kernel %U>", self->name);
+}
+
 static int Launcher_traverse(Launcher *self, visitproc visit, void *arg) {
     Py_VISIT(self->name);
     Py_VISIT(self->fallback);
     Py_VISIT(self->scalar_check);
+    Py_VISIT(self->binding);
+    Py_VISIT(self->dict);
     for (int k = 0; k < MAX_PLANS; k++) {
         Py_VISIT(self->plans[k].sigs);
         Py_VISIT(self->plans[k].launch);
@@ -1417,6 +1475,8 @@ static int Launcher_clear_refs(Launcher *self) {
     Py_CLEAR(self->name);
     Py_CLEAR(self->fallback);
     Py_CLEAR(self->scalar_check);
+    Py_CLEAR(self->binding);
+    Py_CLEAR(self->dict);
     for (int k = 0; k < MAX_PLANS; k++)
         swap_plan(&self->plans[k], NULL);
     return 0;
@@ -1442,6 +1502,9 @@ static PyMethodDef Launcher_methods[] = {
      "add(device, arrays, sigs, ptrs, masks, pairs, blocks, block, shared, symbols, written, launch, function): "
      "keep a plan"},
     {"clear", (PyCFunction)Launcher_clear, METH_NOARGS, "forget every plan"},
+    {"bind_signature", (PyCFunction)Launcher_bind_signature, METH_O,
+     "bind_signature(function): stand in the name of the generated launcher function (which takes the arrays, "
+     "then the scalars); calls not bound by position are that function's (once)"},
     {NULL, NULL, 0, NULL},
 };
 
@@ -1449,6 +1512,7 @@ static PyGetSetDef Launcher_getset[] = {
     {"plans", (getter)Launcher_plans, NULL, "plans kept", NULL},
     {"hits", (getter)Launcher_hits, NULL, "calls launched (or found empty) by the compiled path", NULL},
     {"handovers", (getter)Launcher_handovers, NULL, "calls handed to the Python path", NULL},
+    {"__dict__", PyObject_GenericGetDict, PyObject_GenericSetDict, NULL, NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };
 
@@ -1467,6 +1531,9 @@ static PyTypeObject LauncherType = {
     .tp_clear = (inquiry)Launcher_clear_refs,
     .tp_methods = Launcher_methods,
     .tp_getset = Launcher_getset,
+    .tp_descr_get = Launcher_descr_get,
+    .tp_repr = (reprfunc)Launcher_repr,
+    .tp_dictoffset = offsetof(Launcher, dict),
 };
 
 /* ---------------------------------------------------------------------------------------------------------

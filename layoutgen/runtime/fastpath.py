@@ -2,7 +2,9 @@
 
 ``runtime/_fastlaunch.c`` (built at install as ``layoutgen.runtime._fastlaunch``,
 optional) gives each launcher a C ``Launcher``, which the generated launcher
-function calls with the user's arguments (``KernelLauncher.entry``). It holds
+function calls with the user's arguments (``KernelLauncher.entry``), and
+which stands in that function's name (:func:`stand_in`), so that a call by
+position reaches C with no Python frame between. It holds
 the plans the Python path of :class:`~.launch.KernelLauncher` validated, and
 does a repeated launch in C: it unwraps typed ``Array``\\ s, takes the current
 device from the driver's current context, checks the scalars, reads each
@@ -44,11 +46,13 @@ imported the Python path is used and a RuntimeWarning says so, once.
 
 from __future__ import annotations
 
+import functools
 import importlib
+import inspect
 import sys
 import warnings
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 from . import driver
 from .driver import PackedLaunch
@@ -123,6 +127,32 @@ def compiled_path(spec: KernelSpec, fallback: Callable[..., None], scalar_check:
         return None
     scalars = tuple((s.dtype, s.finite) for s in spec.scalars)
     return module.Launcher(spec.name, len(spec.params), scalars, fallback, scalar_check)
+
+
+def stand_in(fast: Any, spec: KernelSpec, signature: Callable[..., None]) -> Callable[..., None]:
+    """What names a kernel's generated launcher function ``signature``: ``fast`` (its C launcher) standing in
+    its name, or ``signature`` itself where ``fast`` is None (the Python path).
+
+    The C launcher takes a call that passes the arrays and scalars by
+    position (and ``stream=`` by keyword) itself, with no Python frame
+    between the caller and it (~0.1 µs of a launch). Every other call (an
+    array by keyword, a wrong count) it gives to ``signature``, which binds
+    it as it always did, or raises its own TypeError, and calls the
+    launcher's ``entry``. It carries ``signature``'s name, docstring,
+    annotations and ``__wrapped__``: ``inspect.signature`` and ``help()``
+    show ``signature``'s. A kernel that declares a scalar before an array
+    keeps ``signature`` in its name (``entry`` takes the arrays first). The
+    name is bound when the module is imported, on the path its launcher
+    took then.
+    """
+    if fast is None:
+        return signature
+    taken = [p.name for p in spec.params] + [s.name for s in spec.scalars]
+    if [name for name in inspect.signature(signature).parameters if name != "stream"] != taken:
+        return signature
+    fast.bind_signature(signature)
+    functools.update_wrapper(fast, signature)
+    return cast(Callable[..., None], fast)
 
 
 def learn(fast: Any, plan: Any, arrays: Sequence[Any], readers: Mapping[type, Any]) -> None:

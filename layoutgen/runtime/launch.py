@@ -14,6 +14,9 @@ comes from the on-disk cache or NVRTC. The debug build's checks around a
 launch are in :mod:`.debug`. A generated launcher function calls the
 launcher's ``entry``: the compiled path (:mod:`.fastpath`) where it is
 active, which hands every call it does not launch to the Python path here.
+Where the compiled path is active the module's name of that function is the
+compiled path itself (:meth:`KernelLauncher.public`), so that a call by
+position runs no Python frame before the C one.
 
 A kernel's scalars are given after its arrays; each value is checked first
 (:func:`.validate.check_scalar`: its kind, its C type's range, NaN and Inf
@@ -31,7 +34,7 @@ import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar, cast
 
 from ..schema.words import plural
 from . import fastpath
@@ -55,6 +58,7 @@ __all__ = [
     "ScalarSpec", "SharedArray", "current_device", "device_arch", "find_device", "launch_path",
 ]
 launch_path = fastpath.launch_path  # "compiled" or "python": the path launchers built now take
+_Function = TypeVar("_Function", bound=Any)
 
 #: Blocks a one-dimensional CUDA grid may have (gridDim.x, every device since compute capability 3.0).
 #: Past it the driver refuses the launch, or CuPy truncates the count and launches part of the work.
@@ -86,10 +90,18 @@ class KernelLauncher:
     # What the generated launcher function calls with the user's arguments: the compiled path (which hands
     # what it does not launch to the Python path), or the Python path itself.
     entry: Any = field(init=False, default=None, repr=False)
+    # The generated launcher function the module named (public), or None.
+    signature: Any = field(init=False, default=None, repr=False)
 
     def __post_init__(self) -> None:
         self._fast = fastpath.compiled_path(self.spec, self._python_path, self._scalar_check)
         self.entry = self._python_path if self._fast is None else self._fast
+
+    def public(self, signature: _Function) -> _Function:
+        """What a generated module names its launcher function ``signature`` (its decorator): ``signature``
+        on the Python path, the compiled path standing in its name on the compiled one (fastpath.stand_in)."""
+        self.signature = signature
+        return cast(_Function, fastpath.stand_in(self._fast, self.spec, signature))
 
     def fresh(self) -> KernelLauncher:
         """A launcher of the same kernel, header, cache and include folders with nothing compiled, planned or
