@@ -7,12 +7,13 @@ Run on a GPU machine from the repository root:
 Each row launches an empty kernel with the same five arrays and two sizes,
 N times back to back from a Python loop that calls it as a user's code does
 (`for _ in range(n): launcher(x, w, b, gates, y)`), and reports the host time
-per call (median of several rounds, every row's rounds interleaved with the
-others', the C program run once a round: its loops of the same launch are the
-floor). Prints a table; no assertion. The launcher rows take the compiled
-launch path where `runtime/_fastlaunch.c` is built (`pip install -e .`, or
-`python setup.py build_ext --inplace`; the line printed after the first row
-says which path ran), and the Python path where they say it is forced.
+per call (median of several rounds after two not kept, every row's rounds
+interleaved with the others', the C program run once a round: its loops of
+the same launch are the floor). Prints a table; no assertion. The launcher
+rows take the compiled launch path where `runtime/_fastlaunch.c` is built
+(`pip install -e .`, or `python setup.py build_ext --inplace`; the line
+printed after the first row says which path ran), and the Python path where
+they say it is forced.
 """
 
 from __future__ import annotations
@@ -31,6 +32,10 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 N, ROUNDS = 20000, 7
+# Interleaved rounds run first and not kept: in a probe on the lent H200 the same calls got faster over
+# the first twenty seconds of a process (on torch tensors by 2 µs a call, on CuPy arrays by 0.8), and
+# rounds kept from the start would time the machine settling, not the launch.
+WARM_ROUNDS = 2
 
 try:  # Triton resolves a kernel's globals at compile time: define it at module level
     import triton
@@ -83,14 +88,17 @@ def calls_of(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, An
 
 def interleaved(rows: list[tuple[str, Callable[[], float]]],
                 rounds: dict[str, list[float]] | None = None) -> list[tuple[str, float]]:
-    """Each row's median µs per call over ROUNDS rounds, taken in turn: round r of every row, then round r + 1.
+    """Each row's median µs per call over ROUNDS rounds, taken in turn: round r of every row, then round r + 1,
+    after WARM_ROUNDS rounds of every row that are not kept.
     A machine whose speed drifts during the run (a virtual machine's neighbours, clocks) moves every row
     alike, so the ratios within the run hold; rows timed one after the other would each see a different
     machine. ``rounds``, where given, receives every round's figure of each row."""
     kept: dict[str, list[float]] = {name: [] for name, _ in rows}
-    for _ in range(ROUNDS):
+    for r in range(WARM_ROUNDS + ROUNDS):
         for name, round_us in rows:
-            kept[name].append(round_us())
+            us = round_us()
+            if r >= WARM_ROUNDS:
+                kept[name].append(us)
     if rounds is not None:
         rounds.update(kept)
     return [(name, statistics.median(kept[name])) for name, _ in rows]
@@ -286,7 +294,7 @@ def main() -> None:
         print(f"{compiled} / C floor, round by round: "
               f"{ratio_spread(rounds, compiled, 'C program: bare cuLaunchKernel loop')}")
     print(f"device: {cupy.cuda.runtime.getDeviceProperties(0)['name'].decode()}, N={N}, median of {ROUNDS} "
-          "rounds, the rows' rounds interleaved")
+          f"rounds after {WARM_ROUNDS} not kept, the rows' rounds interleaved")
 
 
 if __name__ == "__main__":
