@@ -34,7 +34,7 @@ from tests.test_launch_compiled_driver import LAUNCHER  # noqa: E402
 
 TIMED = r"""
 import numpy as np
-from benchmarks.bench_launch import N, ROUNDS, interleaved, one_round
+from benchmarks.bench_launch import N, ROUNDS, WARM_ROUNDS, interleaved, one_round
 from tests.test_launch_compiled import ADDRESS, cupy_array
 
 FAKE.fake_set_recording(0)
@@ -74,7 +74,7 @@ calls["from Python: an empty function of 5 arguments"] = (shaped_like_a_generate
 hits, launched = k._fast.hits, FAKE.fake_counted()
 times = interleaved([(name, lambda call=call: one_round(call[0], lambda: None, *call[1:])) for name, call in calls.items()])
 reads = {name: EXT.read_cost(arrays[0], 200000) for name, arrays in rows.items()}  # (ns, how) of one array
-steps_calls = ROUNDS * N if steps is not None else 0  # launched too, not through a launcher
+steps_calls = (WARM_ROUNDS + ROUNDS) * N if steps is not None else 0  # launched too, not through a launcher
 report(times=dict(times), reads=reads, hits=k._fast.hits - hits,
        launched=FAKE.fake_counted() - launched - steps_calls, kinds={t.__name__: v for t, v in EXT.kinds().items()})
 """

@@ -24,7 +24,7 @@ import generated.vsn as vsn
 from layoutgen.runtime import fastpath, launch
 from layoutgen.runtime.launch import KernelLauncher, LaunchError
 from tests.fake_device import Recorded, fake_device
-from tests.launch_paths import launch_path  # noqa: F401  (the fixture: both launch paths)
+from tests.launch_paths import launch_path, take_path  # noqa: F401  (launch_path: the fixture of both paths)
 from tests.test_launch_paths import dev_reader
 from tests.test_launch_validation import B, K, Dev, fwd_args, launcher_of
 
@@ -65,8 +65,9 @@ def test_the_compiled_path_stands_in_the_functions_name_and_the_python_path_keep
 def test_a_kernel_with_a_scalar_before_an_array_keeps_its_function(monkeypatch: pytest.MonkeyPatch) -> None:
     """``entry`` takes the arrays, then the scalars: a call by position in the declaration's order is the
     function's to reorder."""
-    module, _ = fastpath.extension()
-    assert module is not None
+    module, why = fastpath.extension()
+    assert module is not None, why
+    take_path(monkeypatch, "compiled")
     spec = launcher_of(vsn, "sgd_update").spec
     k = KernelLauncher(spec, launcher_of(vsn, "sgd_update").folder, "vsn.cuh")
     assert k._fast is not None
