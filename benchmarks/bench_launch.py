@@ -32,9 +32,9 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 N, ROUNDS = 20000, 7
-# Interleaved rounds run first and not kept: in a probe on the lent H200 the same calls got faster over
-# the first twenty seconds of a process (on torch tensors by 2 µs a call, on CuPy arrays by 0.8), and
-# rounds kept from the start would time the machine settling, not the launch.
+# Interleaved rounds run first and not kept: in a probe on the lent H200 the same calls ran slower in the
+# first seconds of a process (on torch tensors by 2 µs a call, on CuPy arrays by 0.8). Later spells of
+# either cost stay in the rounds kept; the README says what is known of them.
 WARM_ROUNDS = 2
 
 try:  # Triton resolves a kernel's globals at compile time: define it at module level
