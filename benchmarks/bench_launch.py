@@ -249,7 +249,9 @@ def main() -> None:
             for way, name in (("cuLaunchKernel", "C program: bare cuLaunchKernel loop"),
                               ("chevrons", "C program: <<<>>> loop"),
                               ("cubin", "C program: cuLaunchKernel of the launchers' cubin"),
-                              ("device_then_launch", "C program: current device read, then launch")):
+                              ("device_then_launch", "C program: current device read, then launch"),
+                              ("touch_only", "C program: 32 KB of other reads alone"),
+                              ("touch_then_launch", "C program: 32 KB of other reads, then launch")):
                 rows.append((name, lambda way=way: floor_round(way)))
         else:
             missing.append(("C program: bare cuLaunchKernel loop", float("nan")))

@@ -8,7 +8,8 @@
 // Prints one line per way of launching: "<name> <microseconds per call>", the median of ROUNDS rounds. Given a
 // cubin and a kernel name (`floor empty.cubin empty`), it also launches that kernel as loaded by
 // cuModuleLoadData (the very function a launcher loads), and times the launch after the two driver calls a
-// compiled launcher makes first (cuCtxGetCurrent and cuCtxGetDevice: which device is current).
+// compiled launcher makes first (cuCtxGetCurrent and cuCtxGetDevice: which device is current), and after 32 KB
+// of other reads (and those reads alone): whether a launch costs more when other work ran since the last one.
 #include <cuda.h>
 #include <cuda_runtime.h>
 
@@ -100,6 +101,25 @@ int main(int argc, char** argv) {
         });
         std::printf("cubin %.3f\n", cubin);
         std::printf("device_then_launch %.3f\n", current);
+        // What a Python caller does to the driver's caches between two launches, roughly: it runs the
+        // interpreter over some tens of KB. Here 32 KB of a 16 MB buffer, a new part each launch, read
+        // between launches; timed alone and before each launch, the difference is what the launch itself
+        // pays for running after other work instead of back to back.
+        std::vector<long long> other(2 << 20, 1);
+        std::size_t at = 0;
+        long long sink = 0;
+        auto touch = [&] {
+            for (int k = 0; k < 4096; k += 8) sink += other[(at + k) % other.size()];
+            at += 4096;
+        };
+        double touched = per_call_us(touch);
+        double after_touch = per_call_us([&] {
+            touch();
+            check(cuLaunchKernel(loaded, kBlocks, 1, 1, kThreads, 1, 1, 0, nullptr, params, nullptr), "cuLaunchKernel");
+        });
+        std::printf("touch_only %.3f\n", touched);
+        std::printf("touch_then_launch %.3f\n", after_touch);
+        if (sink == 42) std::printf("\n");  // keeps the reads
         cuModuleUnload(module);
     }
     for (float* buffer : buffers) cudaFree(buffer);
