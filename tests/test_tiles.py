@@ -135,13 +135,11 @@ def test_a_tile_of_a_field_counted_in_a_symbol_is_lg219_at_check_time() -> None:
 @pytest.fixture(scope="module")
 def host_tiles(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     from tests.test_qkv_host import COMPILER
-    from tests.test_vsn_host import cooperative
+    from tests.test_vsn_host import cooperative, written_flat
 
     if COMPILER is None:
         pytest.skip("no host C++ compiler (g++) here")
-    tmp = tmp_path_factory.mktemp("tiles_host")
-    for name, text in _rendered().items():
-        (tmp / Path(name).name).write_text(text, encoding="utf-8")
+    tmp = written_flat(tmp_path_factory, "tiles_host", _rendered())
     return {
         "scale_snap": cooperative(tmp, tmp / "scale_snap.cu", "scale_snap",
                                   "const float* x, float* y, long long B, long long K"),

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import ctypes
 import subprocess
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +34,15 @@ INCLUDE = REPO / "examples" / "vsn" / "include"  # vsn_tf32.cuh, [tool.layoutgen
 FWD = "const float* x, const float* w, const float* b, float* gates, float* y, long long B, long long K"
 BWD = ("const float* x, const float* w, const float* gates, const float* gy, float* gx, float* gw, float* gb, "
        "long long B, long long K")
+
+
+def written_flat(tmp_path_factory: pytest.TempPathFactory, name: str, files: Mapping[str, str]) -> Path:
+    """A new folder holding ``files`` (rendered paths -> text) side by side, for :func:`cooperative` to build
+    kernels from: a kernel file includes its views header by its bare name."""
+    tmp = tmp_path_factory.mktemp(name)
+    for path, text in files.items():
+        (tmp / Path(path).name).write_text(text, encoding="utf-8")
+    return tmp
 
 
 def cooperative(tmp: Path, source: Path, function: str, params: str, shared: str = "",

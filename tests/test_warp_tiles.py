@@ -276,13 +276,11 @@ def test_the_vsn_kernels_keep_their_barrier_after_the_loop() -> None:
 @pytest.fixture(scope="module")
 def host(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     from tests.test_qkv_host import COMPILER
-    from tests.test_vsn_host import cooperative
+    from tests.test_vsn_host import cooperative, written_flat
 
     if COMPILER is None:
         pytest.skip("no host C++ compiler (g++) here")
-    tmp = tmp_path_factory.mktemp("warp_tiles_host")
-    for name, text in rendered_files().items():
-        (tmp / Path(name).name).write_text(text, encoding="utf-8")
+    tmp = written_flat(tmp_path_factory, "warp_tiles_host", rendered_files())
     return {
         "snap": cooperative(tmp, tmp / "warp_scale_snap.cu", "warp_scale_snap",
                             "const float* x, float* y, float* total, long long B, long long K"),

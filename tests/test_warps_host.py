@@ -9,7 +9,6 @@ kernel runs here on tails of every size: rows that fill no block, one warp, and 
 from __future__ import annotations
 
 import ctypes
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -19,7 +18,7 @@ from layoutgen.codegen.render import render_spec
 from layoutgen.project.specload import load_spec
 from tests.test_generated_names import nvrtc
 from tests.test_qkv_host import COMPILER, REPO
-from tests.test_vsn_host import cooperative
+from tests.test_vsn_host import cooperative, written_flat
 
 pytestmark = pytest.mark.skipif(COMPILER is None, reason="no host C++ compiler (g++) here")
 SPEC = "tests/specs/warps/spec.py"
@@ -40,9 +39,7 @@ def test_the_warp_grid_compiles_offline(rendered: Any) -> None:
 
 @pytest.fixture(scope="module")
 def layer_norm(rendered: Any, tmp_path_factory: pytest.TempPathFactory) -> Any:
-    tmp = tmp_path_factory.mktemp("warps_host")
-    for name, text in rendered.files.items():
-        (tmp / Path(name).name).write_text(text, encoding="utf-8")
+    tmp = written_flat(tmp_path_factory, "warps_host", rendered.files)
     return cooperative(tmp, tmp / "layer_norm.cu", "layer_norm",
                        "const float* x, const float* gamma, const float* beta, float* y, float eps, long long B, "
                        "long long K")  # arrays, then scalars, then the layouts' symbols
@@ -69,9 +66,7 @@ def test_a_layer_norm_a_warp_per_two_rows_matches_float64(layer_norm: Any, rows:
 
 @pytest.fixture(scope="module")
 def softmax_gate(rendered: Any, tmp_path_factory: pytest.TempPathFactory) -> Any:
-    tmp = tmp_path_factory.mktemp("warps_softmax_host")
-    for name, text in rendered.files.items():
-        (tmp / Path(name).name).write_text(text, encoding="utf-8")
+    tmp = written_flat(tmp_path_factory, "warps_softmax_host", rendered.files)
     return cooperative(tmp, tmp / "softmax_gate_warps.cu", "softmax_gate_warps",
                        "const float* x, float* gates, float* y, long long B, long long K")
 

@@ -155,6 +155,13 @@ def stand_in(fast: Any, spec: KernelSpec, signature: Callable[..., None]) -> Cal
     return cast(Callable[..., None], fast)
 
 
+def _launched_in_c(launch: Any, module: Any) -> int | None:
+    """The dynamic shared memory of ``launch`` where the C side can launch it (the Python path would launch
+    it through ``cuLaunchKernel`` itself, or a test's hook stands in for that); None where it cannot."""
+    base, shared = (launch._launch, launch.shared) if isinstance(launch, SharedMemoryLaunch) else (launch, 0)
+    return shared if type(base) is PackedLaunch or module.get_hook() is not None else None
+
+
 def learn(fast: Any, plan: Any, arrays: Sequence[Any], readers: Mapping[type, Any]) -> None:
     """Teach ``fast`` the plan (``launch._Plan``) the Python path just validated ``arrays`` to.
 
@@ -162,8 +169,8 @@ def learn(fast: Any, plan: Any, arrays: Sequence[Any], readers: Mapping[type, An
     a test's hook stands in for it) or an array has no fast reader.
     """
     launch = plan.launch
-    base, shared = (launch._launch, launch.shared) if isinstance(launch, SharedMemoryLaunch) else (launch, 0)
-    if type(base) is not PackedLaunch and extension()[0].get_hook() is None:
+    shared = _launched_in_c(launch, extension()[0])
+    if shared is None:
         return
     signatures, pointers = [], []
     for a in arrays:
@@ -196,8 +203,8 @@ def program_steps(name: str, n_buffers: int,
         return None
     prepared = []
     for launch, blocks, block, buffers, constants in launches:
-        base, shared = (launch._launch, launch.shared) if isinstance(launch, SharedMemoryLaunch) else (launch, 0)
-        if type(base) is not PackedLaunch and module.get_hook() is None:
+        shared = _launched_in_c(launch, module)
+        if shared is None:
             return None
         prepared.append((launch, launch.handle, blocks, block, shared, buffers, constants))
     try:

@@ -14,11 +14,10 @@ One place to look (FlashInfer's ``jit/env.py`` does the same):
                           ``layoutgen build`` shipped with the generated
                           package and refuse (LG626) to compile one at run
                           time; unset, empty or ``0``: they may compile
-``LAYOUTGEN_PYTHON_LAUNCH``  ``0``: launchers built from then on take the
-                          compiled launch path (``runtime/_fastlaunch.c``)
-                          where it is built; ``1``, or unset: the Python
-                          path (the default until the compiled path has
-                          run on a GPU); see :func:`python_launch_forced`
+``LAYOUTGEN_PYTHON_LAUNCH``  ``1``: launchers built from then on take the
+                          Python launch path; unset, empty or ``0``: the
+                          compiled one (``runtime/_fastlaunch.c``) where it
+                          is built; see :func:`python_launch_forced`
 ========================  ==================================================
 
 Which NVRTC runs is not a path: it is the one CuPy loads (``cupy-cuda12x``
@@ -198,5 +197,4 @@ def python_launch_forced() -> bool:
     """True when launchers built now take the Python launch path whether or not the compiled one is built:
     ``$LAYOUTGEN_PYTHON_LAUNCH`` set to anything but ``"0"`` or empty. Read when a launcher is built (a
     generated module's, when the module is imported)."""
-    value = os.environ.get(PYTHON_LAUNCH_ENV, "").strip()
-    return value not in ("", "0")
+    return os.environ.get(PYTHON_LAUNCH_ENV, "").strip() not in ("", "0")
