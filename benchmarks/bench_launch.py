@@ -113,6 +113,22 @@ def ratio_spread(rounds: dict[str, list[float]], row: str, floor: str) -> str:
     return f"{statistics.median(ratios):.2f}× (rounds {ratios[0]:.2f}× to {ratios[-1]:.2f}×)"
 
 
+def without_reader(round_us: Callable[[], float], table: tuple[int | None, bool]) -> Callable[[], float]:
+    """``round_us`` with torch's tensors read through DLPack's exchange API and torch's Python calls, as where
+    the C++ reader cannot be built; the reader ``table`` is given back after the round."""
+    from layoutgen.runtime.fastpath import extension
+
+    ext = extension()[0]
+
+    def round_through_dlpack() -> float:
+        ext.use_torch_reader(None, False)
+        try:
+            return round_us()
+        finally:
+            ext.use_torch_reader(*table)
+    return round_through_dlpack
+
+
 def build_floor(out: Path) -> Path | None:
     """benchmarks/launch/floor.cu built with nvcc; None where nvcc is missing or the build fails (said on
     stderr)."""
@@ -191,6 +207,7 @@ def main() -> None:
         module = generated_module(Path(tmp))
 
         from layoutgen.runtime.driver import LAUNCH_ENV, PackedLaunch
+        from layoutgen.runtime import torch_cxx_reader
         from layoutgen.runtime.fastpath import extension, launch_path_text, program_steps
         from layoutgen.runtime.nvrtc import CompileRequest
         from layoutgen.runtime.paths import PYTHON_LAUNCH_ENV
@@ -267,8 +284,12 @@ def main() -> None:
             tx, tw, tb, tg, ty = (torch.empty(a.shape, device="cuda") for a in (x, w, b, gates, y))
             row("Triton launch (torch tensors)", triton_empty[grid], tx, tw, tb, tg, ty, B, K, BLOCK=128,
                 sync=torch.cuda.synchronize)
-            # the generated launcher on them: read through DLPack's C exchange API, no conversion
+            # the generated launcher on them: read by the C++ reader built against this torch, no conversion
             row("layoutgen launcher on torch tensors, compiled path", launcher, tx, tw, tb, tg, ty)
+            table = torch_cxx_reader.installed()  # the C++ reader, built by the row's warm-up where it builds
+            if table[0] is not None:  # the same call with torch's tensors read as where it cannot be built
+                row("the same, read through DLPack's exchange API", launcher, tx, tw, tb, tg, ty)
+                rows[-1] = (rows[-1][0], without_reader(rows[-1][1], table))
             row("layoutgen launcher on torch, Python path forced", python_path, tx, tw, tb, tg, ty)
             # torch tensors over the CuPy arrays' memory (torch.as_tensor through __cuda_array_interface__)
             sx, sw, sb, sg, sy = (torch.as_tensor(a, device="cuda") for a in (x, w, b, gates, y))
@@ -279,6 +300,7 @@ def main() -> None:
         rounds: dict[str, list[float]] = {}
         timed = interleaved(rows, rounds) + missing
 
+    print(launch_path_text())  # with torch's tensors' reader, now that torch is in use
     ext = extension()[0]
     fast = empty._fast
     if ext is not None and fast is not None:  # what the compiled rows read at C level, and what they handed over
@@ -292,7 +314,8 @@ def main() -> None:
     for compiled in ("layoutgen launcher, compiled path (validates 5 arrays)",
                      "the same through the generated function's frame",
                      "compiled path, nothing checked (a program's step)",
-                     "layoutgen launcher on torch tensors, compiled path"):
+                     "layoutgen launcher on torch tensors, compiled path",
+                     "the same, read through DLPack's exchange API"):
         print(f"{compiled} / C floor, round by round: "
               f"{ratio_spread(rounds, compiled, 'C program: bare cuLaunchKernel loop')}")
     print(f"device: {cupy.cuda.runtime.getDeviceProperties(0)['name'].decode()}, N={N}, median of {ROUNDS} "

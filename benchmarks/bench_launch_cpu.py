@@ -12,11 +12,14 @@ released around the call) with nothing of the driver's. It is the part of
 bench_launch.py's "compiled path" rows that layoutgen can change; the GPU
 benchmark's C floor is the rest. Torch tensors are CPU tensors taken for
 CUDA ones (``torch.Tensor.is_cuda`` patched, as tests/test_launch_compiled.py
-does), read through DLPack's C exchange API like CUDA ones. Rows are timed
-in interleaved rounds; the floor row is a program's launch of the same
-kernel (``Steps``: a call, the stream and the driver call, nothing read or
-checked), and the last rows time, from Python, the torch calls the compiled
-path makes for torch tensors. Prints a table; no assertion.
+does), read like CUDA ones: through the C++ reader built against the
+installed torch (runtime/torch_cxx_reader.py), and in another row through
+DLPack's C exchange API and torch's Python calls (where the reader cannot be
+built). Rows are timed in interleaved rounds; the floor row is a program's
+launch of the same kernel (``Steps``: a call, the stream and the driver
+call, nothing read or checked), and the last rows time, from Python, the
+torch calls the exchange-API path makes for torch tensors. Prints a table;
+no assertion.
 """
 
 from __future__ import annotations
@@ -46,7 +49,7 @@ except ImportError:
     torch = None
 if torch is not None:
     patch.setattr(torch.Tensor, "is_cuda", property(lambda self: True))
-    rows["5 torch tensors (DLPack)"] = [torch.zeros(s) for s in shapes.values()]
+    rows["5 torch tensors (C++ reader)"] = [torch.zeros(s) for s in shapes.values()]
     rows["5 torch.as_tensor views of NumPy arrays"] = [torch.as_tensor(np.zeros(s, np.float32))
                                                       for s in shapes.values()]
 
@@ -62,7 +65,7 @@ steps = fastpath.program_steps("fwd", 5, [(plan.launch, checked.blocks, checked.
 if steps is not None:  # a program's launch: the call, the stream, the driver; nothing read or checked
     calls["floor: Steps.launch of the same launch"] = (steps.launch, pointers, None)
 if torch is not None:
-    tensors = rows["5 torch tensors (DLPack)"]
+    tensors = rows["5 torch tensors (C++ reader)"]
     bump = torch._C._increment_version
     calls["from Python: t.is_neg()"] = (tensors[0].is_neg,)
     calls["from Python: torch.is_grad_enabled()"] = (torch.is_grad_enabled,)
@@ -72,7 +75,18 @@ def shaped_like_a_generated_function(x, W, b, gates, y, *, stream=None):
     pass
 calls["from Python: an empty function of 5 arguments"] = (shaped_like_a_generated_function, 1, 2, 3, 4, 5)
 hits, launched = k._fast.hits, FAKE.fake_counted()
-times = interleaved([(name, lambda call=call: one_round(call[0], lambda: None, *call[1:])) for name, call in calls.items()])
+timed = [(name, lambda call=call: one_round(call[0], lambda: None, *call[1:])) for name, call in calls.items()]
+if torch is not None:  # the same tensors read through DLPack's exchange API and torch's Python calls
+    from layoutgen.runtime import torch_cxx_reader
+    table = torch_cxx_reader.installed()
+    def through_dlpack(call=calls["5 torch tensors (C++ reader)"]):
+        EXT.use_torch_reader(None, False)
+        try:
+            return one_round(call[0], lambda: None, *call[1:])
+        finally:
+            EXT.use_torch_reader(*table)
+    timed.insert(2, ("5 torch tensors (DLPack exchange API)", through_dlpack))
+times = interleaved(timed)
 reads = {name: EXT.read_cost(arrays[0], 200000) for name, arrays in rows.items()}  # (ns, how) of one array
 steps_calls = (WARM_ROUNDS + ROUNDS) * N if steps is not None else 0  # launched too, not through a launcher
 report(times=dict(times), reads=reads, hits=k._fast.hits - hits,

@@ -29,7 +29,8 @@ from tests.launch_paths import (  # noqa: F401  (launch_path: the fixture)
 from tests.test_launch_paths import EXT, device, hooked, launcher, outcome  # noqa: F401  (fixtures)
 from tests.test_launch_validation import BASE, FWD, B, K, ProtocolStream
 
-from layoutgen.runtime import launch
+from layoutgen.runtime import launch, torch_cxx_reader
+from layoutgen.runtime.fastpath import use_torch
 from layoutgen.runtime.launch import KernelLauncher, KernelSpec, LaunchError, LayoutSpec, ParamSpec, ScalarSpec
 from layoutgen.runtime.paths import PYTHON_LAUNCH_ENV
 from layoutgen.runtime.typed import Array
@@ -338,12 +339,22 @@ def test_scalars_are_taken_or_refused_as_the_python_path_takes_them(
 # torch tensors through DLPack -------------------------------------------------------------------------------
 
 
-@pytest.fixture
-def cpu_is_cuda(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
-    """CPU tensors taken by the Python path for tensors on CUDA device 0 (``torch.Tensor.is_cuda`` says so)."""
+@pytest.fixture(params=["cxx", "dlpack"])
+def cpu_is_cuda(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+    """CPU tensors taken by the Python path for tensors on CUDA device 0 (``torch.Tensor.is_cuda`` says so),
+    read by the compiled path through the C++ reader built against this torch (``cxx``), or through DLPack's
+    exchange API and torch's Python calls (``dlpack``, as where the reader cannot be built)."""
     torch = pytest.importorskip("torch")
     monkeypatch.setattr(torch.Tensor, "is_cuda", property(lambda self: True))
-    yield torch
+    use_torch()  # the extension takes torch's calls and the reader (built once) now, not at the first plan
+    address, calls = torch_cxx_reader.installed()
+    assert address is not None and calls, torch_cxx_reader.state()  # it builds wherever the tests run
+    if request.param == "dlpack":
+        EXT.use_torch_reader(None, False)
+    try:
+        yield torch
+    finally:
+        EXT.use_torch_reader(address, calls)
 
 
 def fwd_torch(torch: Any, **replace: Any) -> tuple[Any, ...]:

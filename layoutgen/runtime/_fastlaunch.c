@@ -297,6 +297,21 @@ static DLTensorFromPyObjectFn exchange_api(PyTypeObject *type) {
     return fn;
 }
 
+/* torch's own C++ reads (runtime/_torch_cxx_reader.cpp, built against the installed torch by
+ * torch_cxx_reader.py): the DLTensor the exchange API fills and the neg bit with it, in one call of a few
+ * nanoseconds instead of two calls into torch's Python C API; the version bump of one tensor; whether a
+ * torch function mode is on. Its layout is that file's TorchReader (kAbi 1). Used only for the types listed
+ * in dlpack_types, whose objects are THPVariables. */
+enum { TORCH_READER_MAGIC = 0x4c475452, TORCH_READER_ABI = 1 };
+typedef struct {
+    uint32_t magic, abi;
+    int (*read)(PyObject *tensor, DLTensor *out, int *neg);
+    int (*bump)(PyObject *tensor);
+    int (*function_modes)(void);
+} TorchReader;
+static const TorchReader *cxx_reader = NULL;  /* use_torch_reader(); NULL: the exchange API and is_neg() */
+static int cxx_calls = 0;  /* its bump and function_modes agree with this torch's calls (torch_cxx_reader.py) */
+
 /* ---------------------------------------------------------------------------------------------------------
  * Kinds: how each type of array is read here.
  */
@@ -314,6 +329,7 @@ typedef struct {
     int mode;                     /* MODE_CUPY_FIELDS or MODE_DLPACK; any other kind is not listed */
     PyTypeObject *pointer_type;   /* CuPy: the MemoryPointer type its fields were confirmed with */
     DLTensorFromPyObjectFn from;  /* torch: the exchange API's DLTensor export */
+    int listed;                   /* torch: one of dlpack_types (a THPVariable: cxx_reader may read it) */
 } Kind;
 
 static Kind kinds[MAX_KINDS];
@@ -411,7 +427,11 @@ static PyObject *tensor_requires_grad(PyObject *t) {
 static int read_dlpack(PyObject *t, const Kind *kind, Read *r) {
     DLTensor d;
     memset(&d, 0, sizeof d);
-    if (kind->from((void *)t, &d) != 0) {
+    int neg_bit = -1;  /* the neg bit, where the C++ reader read it */
+    if (cxx_reader != NULL && kind->listed) {
+        if (cxx_reader->read(t, &d, &neg_bit) != 0)
+            return 0;  /* torch threw: the Python path reads it (and raises what it raises) */
+    } else if (kind->from((void *)t, &d) != 0) {
         swallow();
         return 0;
     }
@@ -430,7 +450,11 @@ static int read_dlpack(PyObject *t, const Kind *kind, Read *r) {
     r->dl_dtype = d.dtype.code | (uint32_t)d.dtype.bits << 8 | (uint32_t)d.dtype.lanes << 16;
     if (is_ambiguous(r->dl_dtype) && (r->dtype = PyObject_GetAttr(t, s_dtype)) == NULL)
         goto fail;
-    /* DLPack has no neg bit: is_neg() is the one read of it torch offers (the Python path refuses it, LG608) */
+    /* DLPack has no neg bit: is_neg() is the one read of it torch's Python API offers (the Python path
+     * refuses it, LG608). The C++ reader's bit is what torch's own is_neg() answers: taken while t's type
+     * finds that descriptor, else the replacement is called, as the Python path calls it. */
+    if (neg_bit == 0 && is_neg_fn != NULL && _PyType_Lookup(Py_TYPE(t), s_is_neg) == is_neg_descr)
+        return 1;
     PyObject *neg = tensor_is_neg(t);
     int plain = neg == Py_False;
     Py_XDECREF(neg);
@@ -866,13 +890,23 @@ static int unwrap(PyObject **a) {
     return 1;
 }
 
-/* bump((the written tensors,)) as TorchWrites.record does: 1, or -1 with the error. */
+/* bump((the written tensors,)) as TorchWrites.record does: 1, or -1 with the error. The C++ reader bumps
+ * those of the listed types in turn; from the first it cannot (another type, or torch threw), the rest go
+ * to bump, which raises torch's own error where there is one. */
 static int bump_versions(PyObject *const *arrays, const int *written, int n_written) {
-    PyObject *tensors = PyTuple_New(n_written);
+    int first = 0;
+    for (; cxx_reader != NULL && cxx_calls && first < n_written; first++) {
+        const Kind *kind = find_kind(Py_TYPE(arrays[written[first]]));
+        if (kind == NULL || kind->mode != MODE_DLPACK || !kind->listed || cxx_reader->bump(arrays[written[first]]) != 0)
+            break;
+    }
+    if (first == n_written)
+        return 1;
+    PyObject *tensors = PyTuple_New(n_written - first);
     if (tensors == NULL)
         return -1;
-    for (int k = 0; k < n_written; k++)
-        PyTuple_SET_ITEM(tensors, k, Py_NewRef(arrays[written[k]]));
+    for (int k = first; k < n_written; k++)
+        PyTuple_SET_ITEM(tensors, k - first, Py_NewRef(arrays[written[k]]));
     PyObject *ok = bump == NULL ? NULL : call_held(bump, tensors);
     if (ok == NULL && !PyErr_Occurred())
         PyErr_SetString(PyExc_RuntimeError, "layoutgen: torch's version counters could not be bumped");
@@ -886,6 +920,8 @@ static int bump_versions(PyObject *const *arrays, const int *written, int n_writ
 static int torch_modes_on(void) {
     if (mode_enabled == NULL)
         return 1;
+    if (cxx_reader != NULL && cxx_calls)
+        return cxx_reader->function_modes();
     PyObject *on = call_held(mode_enabled, NULL);
     int result = on != Py_False;
     Py_XDECREF(on);
@@ -1205,14 +1241,20 @@ static int register_cupy(PyObject *a, PyObject *sig, uint64_t ptr) {
 
 /* Register t's type as read through DLPack where it is one of dlpack_types and its DLPack read agrees with
  * its Python read (`sig`, `ptr`). 1, or 0 where an error stays set. */
+/* Whether `type` is one of dlpack_types (torch.Tensor's own, read through DLPack or the C++ reader). */
+static int is_listed(PyTypeObject *type) {
+    int listed = 0;
+    for (Py_ssize_t k = 0; dlpack_types != NULL && k < PyTuple_GET_SIZE(dlpack_types); k++)
+        listed |= PyTuple_GET_ITEM(dlpack_types, k) == (PyObject *)type;
+    return listed;
+}
+
 static int register_torch(PyObject *t, PyObject *sig, uint64_t ptr) {
     PyTypeObject *type = Py_TYPE(t);
     if (find_kind(type) != NULL || n_kinds >= MAX_KINDS || dlpack_types == NULL)
         return 1;
-    int listed = 0;
-    for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(dlpack_types); k++)
-        listed |= PyTuple_GET_ITEM(dlpack_types, k) == (PyObject *)type;
-    Kind kind = {type, MODE_DLPACK, NULL, listed ? exchange_api(type) : NULL};
+    int listed = is_listed(type);
+    Kind kind = {type, MODE_DLPACK, NULL, listed ? exchange_api(type) : NULL, listed};
     if (kind.from == NULL)
         return !PyErr_Occurred();
     Read r;
@@ -1783,6 +1825,40 @@ static PyObject *use_torch(PyObject *module, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+/* use_torch_reader(address, calls): read the listed torch types through the C++ reader whose table is at
+ * `address` (layoutgen_torch_reader() of a library torch_cxx_reader.py built and keeps loaded), and where
+ * `calls`, bump their versions and ask for function modes through it too; use_torch_reader(None, False):
+ * through the exchange API and torch's Python calls again. */
+static PyObject *use_torch_reader(PyObject *module, PyObject *args) {
+    PyObject *address;
+    int calls;
+    if (!PyArg_ParseTuple(args, "Op", &address, &calls))
+        return NULL;
+    if (address == Py_None) {
+        cxx_reader = NULL;
+        cxx_calls = 0;
+        Py_RETURN_NONE;
+    }
+    const TorchReader *table = PyLong_AsVoidPtr(address);
+    if (table == NULL) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_ValueError, "the torch reader's table is at address 0");
+        return NULL;
+    }
+    if (table->magic != TORCH_READER_MAGIC || table->abi != TORCH_READER_ABI || table->read == NULL
+        || table->bump == NULL || table->function_modes == NULL) {
+        PyErr_Format(PyExc_ValueError, "not a torch reader table of ABI %d", TORCH_READER_ABI);
+        return NULL;
+    }
+    cxx_reader = table;
+    cxx_calls = calls;
+    Py_RETURN_NONE;
+}
+
+static PyObject *torch_reader_used(PyObject *module, PyObject *unused) {
+    return Py_BuildValue("(OO)", cxx_reader != NULL ? Py_True : Py_False, cxx_calls ? Py_True : Py_False);
+}
+
 static PyObject *set_hook(PyObject *module, PyObject *args) {
     PyObject *callable, *device = Py_None;
     if (!PyArg_ParseTuple(args, "O|O", &callable, &device))
@@ -1835,7 +1911,7 @@ static PyObject *read_one(PyObject *module, PyObject *a) {
     const Kind *kind = find_kind(Py_TYPE(a));
     Kind probe;
     if (kind == NULL) {  /* any DLPack producer, unlisted */
-        probe = (Kind){Py_TYPE(a), MODE_DLPACK, NULL, exchange_api(Py_TYPE(a))};
+        probe = (Kind){Py_TYPE(a), MODE_DLPACK, NULL, exchange_api(Py_TYPE(a)), is_listed(Py_TYPE(a))};
         if (PyErr_Occurred())
             return NULL;
         kind = probe.from ? &probe : NULL;
@@ -1975,6 +2051,10 @@ static PyMethodDef module_methods[] = {
     {"configure", configure, METH_VARARGS, "configure(readers, cupy_reader, torch_reader, stream_handle, "
      "stream_readers, cupy_handle, torch_handle, array_type, array_data)"},
     {"use_torch", use_torch, METH_VARARGS, "use_torch(grad_enabled, mode_enabled, bump, dlpack_types, ambiguous)"},
+    {"use_torch_reader", use_torch_reader, METH_VARARGS, "use_torch_reader(address | None, calls): read torch's "
+     "listed tensor types through the C++ reader's table at address (torch_cxx_reader.py), and where calls, bump "
+     "versions and ask for function modes through it"},
+    {"torch_reader_used", torch_reader_used, METH_NOARGS, "(reads through the C++ reader, its calls used)"},
     {"set_hook", set_hook, METH_VARARGS, "set_hook(callable | None, device=None): call callable(launch, blocks, "
      "block, shared, stream, handle, parameters) instead of cuLaunchKernel (False: the driver refused it) and "
      "device() for the current device (tests)"},

@@ -8,9 +8,10 @@ position reaches C with no Python frame between. It holds
 the plans the Python path of :class:`~.launch.KernelLauncher` validated, and
 does a repeated launch in C: it unwraps typed ``Array``\\ s, takes the current
 device from the driver's current context, checks the scalars, reads each
-array (a CuPy array's own fields, a torch tensor through DLPack's C exchange
-API and ``is_neg()``, any other kind with a fast reader through that
-reader), finds the plan whose signatures match, checks alignment, overlap and
+array (a CuPy array's own fields, a torch tensor through the C++ reader
+built against the installed torch (:mod:`.torch_cxx_reader`), else DLPack's C
+exchange API and ``is_neg()``, any other kind with a fast reader through
+that reader), finds the plan whose signatures match, checks alignment, overlap and
 the autograd state of written torch tensors, finds the stream (CuPy's
 current one through CuPy's C function), packs the parameters and calls
 ``cuLaunchKernel`` (libcuda loaded with dlopen), then bumps the version
@@ -54,7 +55,7 @@ import warnings
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, cast
 
-from . import driver
+from . import driver, torch_cxx_reader
 from .driver import PackedLaunch
 from .occupancy import SharedMemoryLaunch
 from .paths import PYTHON_LAUNCH_ENV, python_launch_forced
@@ -98,7 +99,8 @@ def launch_path_text() -> str:
         return f"launch path: python ({PYTHON_LAUNCH_ENV} is set)"
     if module is None:
         return f"launch path: python ({reason})"
-    return f"launch path: compiled ({module.__file__}; driver: {module.driver()})"
+    said = f"launch path: compiled ({module.__file__}; driver: {module.driver()})"
+    return f"{said}\n{torch_cxx_reader.state()}" if torch_cxx_reader.state() else said
 
 
 def compiled_path(spec: KernelSpec, fallback: Callable[..., None], scalar_check: Callable[[int, Any], int]) -> Any:
@@ -227,6 +229,7 @@ def use_torch() -> None:
                                and torch.nn.Parameter.__torch_function__ is plain else ())
     module.use_torch(torch.is_grad_enabled, modes, version_bump(), types if modes is not None else (),
                      _ambiguous_dtypes(torch, module))
+    torch_cxx_reader.install(module, torch)
     _torch.append(True)  # only once given: an interrupted first time leaves it to the next plan
 
 

@@ -18,6 +18,11 @@ One place to look (FlashInfer's ``jit/env.py`` does the same):
                           Python launch path; unset, empty or ``0``: the
                           compiled one (``runtime/_fastlaunch.c``) where it
                           is built; see :func:`python_launch_forced`
+``LAYOUTGEN_TORCH_READER``  ``0``: the compiled path reads torch tensors
+                          through DLPack's exchange API; unset, empty or
+                          ``1``: through the C++ reader built against the
+                          installed torch (:mod:`.torch_cxx_reader`) where it
+                          builds; see :func:`torch_reader_off`
 ========================  ==================================================
 
 Which NVRTC runs is not a path: it is the one CuPy loads (``cupy-cuda12x``
@@ -52,6 +57,8 @@ NO_JIT_ENV = "LAYOUTGEN_NO_JIT"
 #: The folder of a generated package that holds the cubins of ``layoutgen build``, and its manifest.
 #: Environment variable that makes launchers take the Python launch path (``1``); see :func:`python_launch_forced`.
 PYTHON_LAUNCH_ENV = "LAYOUTGEN_PYTHON_LAUNCH"
+#: Environment variable turning the C++ torch reader off (``0``).
+TORCH_READER_ENV = "LAYOUTGEN_TORCH_READER"
 PREBUILT_DIR = "cubins"
 PREBUILT_MANIFEST = "manifest.json"
 # `#define CUDART_VERSION 12090` in cuda_runtime_api.h: the CUDA version of a folder of headers.
@@ -198,3 +205,9 @@ def python_launch_forced() -> bool:
     ``$LAYOUTGEN_PYTHON_LAUNCH`` set to anything but ``"0"`` or empty. Read when a launcher is built (a
     generated module's, when the module is imported)."""
     return os.environ.get(PYTHON_LAUNCH_ENV, "").strip() not in ("", "0")
+
+
+def torch_reader_off() -> bool:
+    """True when the compiled path reads torch tensors through DLPack's exchange API, not the C++ reader:
+    ``$LAYOUTGEN_TORCH_READER`` set to ``"0"``. Read once a process, when torch's first plan is taught."""
+    return os.environ.get(TORCH_READER_ENV, "").strip() == "0"

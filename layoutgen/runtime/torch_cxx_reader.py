@@ -1,0 +1,238 @@
+"""torch tensors read at C++ level: ``runtime/_torch_cxx_reader.cpp``, built against the installed torch.
+
+Through torch's Python C API the compiled launch path reads a tensor with two
+calls into torch (the DLPack exchange API's DLTensor export, then
+``is_neg()``) and bumps a written tensor's version counter through a third
+(``torch._C._increment_version``): measured on the lent H200's host, 0.25 µs
+a tensor read and 0.1 µs a bump, so a launch of five torch tensors cost
+1.3 µs more than one of five CuPy arrays, a third of the driver's own launch.
+Compiled against torch's headers the same reads are the tensor's own fields
+(5 ns a tensor and 6 ns a bump on this repository's CI machine, against 93
+and 55 through the Python C API).
+
+The library has one entry point, ``layoutgen_torch_reader()``: a table of
+two functions. ``read`` fills the DLTensor that torch's exchange API fills
+(``at::toDLPackNonOwning``, the function behind that API) and gives the neg
+and conj bits with it; ``bump`` does for one tensor what
+``torch._C._increment_version`` does for each of its tensors. The C side
+(``_fastlaunch.c``) calls them only for ``torch.Tensor`` and
+``torch.nn.Parameter`` objects and decides nothing else differently: a plan is
+still taught only where the C read agrees with the Python reader, and any read
+torch refuses is handed to the Python path.
+
+Built with the C++ compiler (``$CXX``, else Python's, else ``c++``) on the
+first launch of a torch tensor, once per torch build, Python and compiler
+(about 12 s), into ``<cache_dir()>/torch-reader/``; ``python -m
+layoutgen.runtime`` builds it ahead. Where it cannot be built or does not
+agree with torch's own reads on sample tensors, tensors are read through the
+exchange API as before, and ``python -m layoutgen.runtime`` says why.
+``LAYOUTGEN_TORCH_READER=0`` turns it off.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import sysconfig
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from .cachefiles import checked_entry_folder, checked_root, open_file
+from .paths import cache_dir, torch_reader_off
+
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - Windows: no lock (racing processes may build twice)
+    fcntl = None  # type: ignore[assignment]
+
+#: The C++ source, shipped with the package.
+SOURCE = Path(__file__).with_name("_torch_cxx_reader.cpp")
+#: The one exported function: the address of the table ``_fastlaunch.use_torch_reader`` takes.
+ENTRY = "layoutgen_torch_reader"
+
+_state: list[tuple[int | None, bool, str]] = []  # [(table address or None, its calls used, what happened)]
+_libraries: list[ctypes.CDLL] = []  # loaded once, never unloaded: the C side keeps calling into it
+
+
+def install(module: Any, torch: Any) -> str:
+    """Give ``module`` (the extension) the reader, built or found in the cache (tried once per process), and
+    say what was done in words. Raises nothing: where it cannot be had, tensors are read as before."""
+    if not _state:
+        _state.append(_load(module, torch))
+    address, calls, said = _state[0]
+    if address is not None:
+        module.use_torch_reader(address, calls)
+    return said
+
+
+def state() -> str:
+    """What :func:`install` did in this process, in words (empty where it has not run)."""
+    return _state[0][2] if _state else ""
+
+
+def installed() -> tuple[int | None, bool]:
+    """The table :func:`install` gives the extension (None: none) and whether its calls are used."""
+    return (_state[0][0], _state[0][1]) if _state else (None, False)
+
+
+def _load(module: Any, torch: Any) -> tuple[int | None, bool, str]:
+    if torch_reader_off():
+        return None, False, "torch tensors read through DLPack's exchange API (LAYOUTGEN_TORCH_READER=0)"
+    try:
+        library = _build(torch)
+        lib = ctypes.CDLL(str(library))
+        entry = getattr(lib, ENTRY)
+        entry.restype = ctypes.c_void_p
+        address = entry()
+    except (OSError, AttributeError, BuildError) as exc:
+        return None, False, f"torch tensors read through DLPack's exchange API (the C++ reader: {exc})"
+    _libraries.append(lib)
+    disagreement = _disagreement(module, torch, address)
+    if disagreement:
+        return None, False, (f"torch tensors read through DLPack's exchange API (the C++ reader disagrees with "
+                             f"it: {disagreement})")
+    calls = _calls_agree(torch, address)
+    said = f"torch tensors read in C++ ({library})"
+    return address, not calls, f"{said}; torch's Python calls kept for versions and modes ({calls})" if calls else said
+
+
+def _disagreement(module: Any, torch: Any, address: int) -> str:
+    """Where the reader reads a sample tensor otherwise than the exchange API does: '' where nowhere (the
+    tests compare them on many more; this guards a torch whose headers say one thing and library another)."""
+    base = torch.arange(2 * 3 * 5, dtype=torch.float32).reshape(2, 3, 5)
+    samples = {"contiguous": base, "transposed": base.transpose(0, 2), "offset slice": base[1, 1:, ::2],
+               "int8": base.to(torch.int8), "empty": base[:, :0], "neg view": torch._neg_view(base)}
+    try:
+        for name, t in samples.items():
+            module.use_torch_reader(address, False)
+            with_reader = module.read(t)
+            module.use_torch_reader(None, False)
+            through_torch = module.read(t)
+            if with_reader != through_torch:
+                return f"{name}: {with_reader} against {through_torch}"
+    finally:
+        module.use_torch_reader(None, False)
+    return ""
+
+
+class _Table(ctypes.Structure):
+    """The reader's table, as _torch_cxx_reader.cpp lays it out (TorchReader, ABI 1)."""
+
+    _fields_ = [("magic", ctypes.c_uint32), ("abi", ctypes.c_uint32), ("read", ctypes.c_void_p),
+                ("bump", ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.py_object)),
+                ("function_modes", ctypes.PYFUNCTYPE(ctypes.c_int))]
+
+
+def _calls_agree(torch: Any, address: int) -> str:
+    """Where the reader's bump and function-mode calls answer otherwise than torch's Python calls that the
+    compiled path makes without it ('' where they agree): torch releases differ (an inference tensor's bump
+    raised before it was skipped), so the rule is asked of this torch."""
+    from torch.overrides import TorchFunctionMode
+
+    from .validate import version_bump
+
+    table = _Table.from_address(address)
+    t = torch.zeros(1)
+    before = t._version
+    if table.bump(t) != 0 or t._version != before + 1:
+        return f"its bump moved a version from {before} to {t._version}"
+    with torch.inference_mode():
+        inference = torch.empty(1)
+    try:
+        version_bump()((inference,))
+    except RuntimeError:
+        return "this torch refuses to bump an inference tensor's version, which the reader skips"
+    modes = torch._C._is_torch_function_mode_enabled
+    answers = [(bool(table.function_modes()), modes())]
+    with TorchFunctionMode():
+        answers.append((bool(table.function_modes()), modes()))
+        with torch._C.DisableTorchFunction():
+            answers.append((bool(table.function_modes()), modes()))
+    if any(a != b for a, b in answers):
+        return f"function modes, outside one, inside one, disabled inside one: {answers}"
+    return ""
+
+
+class BuildError(Exception):
+    """The reader could not be built here (no compiler, no torch headers, a failed compile)."""
+
+
+def _build(torch: Any) -> Path:
+    """The built library, from the cache or compiled now under the entry's lock."""
+    compiler = _compiler()
+    command = _command(torch, compiler)
+    key = _key(torch, compiler, command)
+    folder = cache_dir() / "torch-reader"
+    checked_root(folder, create=True)
+    checked_entry_folder(folder, create=True)
+    library = folder / f"{key}.so"
+    if library.is_file():
+        return library
+    with _locked(folder / f"{key}.lock"):
+        if library.is_file():  # built by another process meanwhile
+            return library
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{key}.", suffix=".so.tmp")
+        os.close(fd)
+        try:
+            built = subprocess.run([*command, "-o", tmp], capture_output=True, text=True, check=False)
+            if built.returncode:
+                raise BuildError(f"`{compiler}` failed: {built.stderr.strip()[-600:]}")
+            os.replace(tmp, library)
+        finally:
+            Path(tmp).unlink(missing_ok=True)
+    return library
+
+
+def _compiler() -> str:
+    named = os.environ.get("CXX") or (sysconfig.get_config_var("CXX") or "").split(" ")[0] or "c++"
+    found = shutil.which(named)
+    if found is None:
+        raise BuildError(f"no C++ compiler (`{named}` not found; set CXX)")
+    return found
+
+
+def _command(torch: Any, compiler: str) -> list[str]:
+    from torch.utils.cpp_extension import include_paths, library_paths
+
+    abi = int(bool(getattr(torch._C, "_GLIBCXX_USE_CXX11_ABI", True)))
+    command = [compiler, "-shared", "-fPIC", "-O2", "-std=c++20", "-w", "-fvisibility=hidden",
+               f"-D_GLIBCXX_USE_CXX11_ABI={abi}", f"-I{sysconfig.get_paths()['include']}"]
+    command += [f"-I{folder}" for folder in include_paths()]
+    command += [str(SOURCE)]
+    for folder in library_paths():
+        command += [f"-L{folder}", f"-Wl,-rpath,{folder}"]
+    command += ["-ltorch_python", "-ltorch_cpu", "-lc10"]
+    if sys.platform == "darwin":
+        command += ["-undefined", "dynamic_lookup"]
+    return command
+
+
+def _key(torch: Any, compiler: str, command: list[str]) -> str:
+    """What the library depends on: the source, this torch build, this Python, the compiler and its flags."""
+    try:
+        version = subprocess.run([compiler, "--version"], capture_output=True, text=True, check=False).stdout
+    except OSError as exc:
+        raise BuildError(f"`{compiler}` could not be run ({exc})") from None
+    facts = {"source": hashlib.sha256(SOURCE.read_bytes()).hexdigest(), "torch": torch.__version__,
+             "torch_git": getattr(torch.version, "git_version", ""), "torch_file": torch.__file__,
+             "python": sys.version, "compiler": version, "command": command}
+    return hashlib.sha256(json.dumps(facts, sort_keys=True).encode()).hexdigest()[:32]
+
+
+@contextlib.contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    fd = open_file(path, os.O_RDWR | os.O_CREAT)
+    try:
+        if fcntl is not None:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
