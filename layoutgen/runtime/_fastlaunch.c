@@ -298,14 +298,14 @@ static DLTensorFromPyObjectFn exchange_api(PyTypeObject *type) {
 }
 
 /* torch's own C++ reads (runtime/_torch_cxx_reader.cpp, built against the installed torch by
- * torch_cxx_reader.py): the DLTensor the exchange API fills and the neg bit with it, in one call of a few
+ * torch_cxx_reader.py): the DLTensor the exchange API fills, with the neg bit and requires_grad, in one call of a few
  * nanoseconds instead of two calls into torch's Python C API; the version bump of one tensor; whether a
  * torch function mode is on. Its layout is that file's TorchReader (kAbi 1). Used only for the types listed
  * in dlpack_types, whose objects are THPVariables. */
-enum { TORCH_READER_MAGIC = 0x4c475452, TORCH_READER_ABI = 1 };
+enum { TORCH_READER_MAGIC = 0x4c475452, TORCH_READER_ABI = 1, TORCH_NEG = 1, TORCH_REQUIRES_GRAD = 2 };
 typedef struct {
     uint32_t magic, abi;
-    int (*read)(PyObject *tensor, DLTensor *out, int *neg);
+    int (*read)(PyObject *tensor, DLTensor *out, int *bits);
     int (*bump)(PyObject *tensor);
     int (*function_modes)(void);
 } TorchReader;
@@ -352,6 +352,7 @@ typedef struct {
     PyObject *dtype;    /* CuPy fields: the dtype (a reference); DLPack: the torch dtype where ambiguous, else NULL */
     uint32_t dl_dtype;  /* DLPack: code | bits << 8 | lanes << 16 */
     int64_t device;     /* CuPy: device_id; DLPack: device_type << 32 | device_id */
+    int requires_grad;  /* DLPack through the C++ reader: t.requires_grad as torch's own getter reads it; else -1 */
     PyObject *f[5];     /* CuPy attrs: shape, strides, dtype, device_id; torch: + device, is_neg; reader: signature */
 } Read;
 
@@ -427,9 +428,9 @@ static PyObject *tensor_requires_grad(PyObject *t) {
 static int read_dlpack(PyObject *t, const Kind *kind, Read *r) {
     DLTensor d;
     memset(&d, 0, sizeof d);
-    int neg_bit = -1;  /* the neg bit, where the C++ reader read it */
+    int bits = -1;  /* the neg bit and requires_grad, where the C++ reader read them */
     if (cxx_reader != NULL && kind->listed) {
-        if (cxx_reader->read(t, &d, &neg_bit) != 0)
+        if (cxx_reader->read(t, &d, &bits) != 0)
             return 0;  /* torch threw: the Python path reads it (and raises what it raises) */
     } else if (kind->from((void *)t, &d) != 0) {
         swallow();
@@ -453,8 +454,11 @@ static int read_dlpack(PyObject *t, const Kind *kind, Read *r) {
     /* DLPack has no neg bit: is_neg() is the one read of it torch's Python API offers (the Python path
      * refuses it, LG608). The C++ reader's bit is what torch's own is_neg() answers: taken while t's type
      * finds that descriptor, else the replacement is called, as the Python path calls it. */
-    if (neg_bit == 0 && is_neg_fn != NULL && _PyType_Lookup(Py_TYPE(t), s_is_neg) == is_neg_descr)
+    if (bits >= 0 && !(bits & TORCH_NEG) && is_neg_fn != NULL && _PyType_Lookup(Py_TYPE(t), s_is_neg) == is_neg_descr) {
+        if (requires_grad_get != NULL && _PyType_Lookup(Py_TYPE(t), s_requires_grad) == requires_grad_descr)
+            r->requires_grad = (bits & TORCH_REQUIRES_GRAD) != 0;  /* what torch's own getter answers */
         return 1;
+    }
     PyObject *neg = tensor_is_neg(t);
     int plain = neg == Py_False;
     Py_XDECREF(neg);
@@ -473,6 +477,7 @@ fail:
 static int read_array(PyObject *a, int mode, const Kind *kind, PyObject *reader, Read *r) {
     r->type = Py_TYPE(a);
     r->mode = mode;
+    r->requires_grad = -1;
     if (mode == MODE_CUPY_FIELDS) {
         if (read_cupy_fields(a, kind, r))
             return 1;
@@ -1044,6 +1049,10 @@ static int launch_call(Launcher *self, PyObject *const *args, size_t nargsf, PyO
                        * state). */
         int wanted = 0;
         for (int k = 0; !wanted && k < n_written; k++) {
+            if (reads[written[k]].requires_grad >= 0) {  /* read with the rest, while no Python code ran since */
+                wanted = reads[written[k]].requires_grad;
+                continue;
+            }
             PyObject *wants = tensor_requires_grad(arrays[written[k]]);
             wanted = wants == NULL ? -1 : PyObject_IsTrue(wants);
             Py_XDECREF(wants);

@@ -5,8 +5,8 @@
 // (`torch._C._increment_version`): about 0.25 µs a tensor on the H200's host, more than a launch of five
 // tensors may spend on everything. Compiled against the installed torch's own headers the same reads are
 // inline reads of the tensor's fields. Nothing here decides anything: `read` fills the DLTensor that torch's
-// exchange API fills (at::toDLPackNonOwning, the function behind it) and says whether the neg bit is set
-// (DLPack has none); `bump` does for one tensor what torch._C._increment_version does for each; `function_modes` is
+// exchange API fills (at::toDLPackNonOwning, the function behind it) and gives the neg bit (DLPack has none)
+// and the requires_grad flag with it; `bump` does for one tensor what torch._C._increment_version does for each; `function_modes` is
 // what torch._C._is_torch_function_mode_enabled answers. The caller
 // (_fastlaunch.c) passes only objects of the types it listed as torch.Tensor's own (THPVariable's layout),
 // holds the GIL, and hands any call whose read fails to the Python path.
@@ -24,23 +24,25 @@ namespace {
 
 constexpr std::uint32_t kMagic = 0x4c475452;  // "LGTR"
 constexpr std::uint32_t kAbi = 1;
+constexpr int kNeg = 1, kRequiresGrad = 2;  // read's bits
 
 struct TorchReader {
     std::uint32_t magic, abi;
     // 0: `out` holds the tensor's DLTensor (shape and strides point into the tensor, valid while it is
-    // unchanged) and `*neg` its neg bit (1 set, 0 not); -1: it cannot be read so (torch threw), nothing set.
-    int (*read)(PyObject *tensor, DLTensor *out, int *neg);
+    // unchanged) and `*bits` its neg bit (kNeg) and requires_grad flag (kRequiresGrad); -1: it cannot be read
+    // so (torch threw), nothing set.
+    int (*read)(PyObject *tensor, DLTensor *out, int *bits);
     // 0: the version counter bumped (or, for an inference tensor, left as torch leaves it); -1: torch threw.
     int (*bump)(PyObject *tensor);
     // 1 where a torch function mode may intercept calls now, else 0.
     int (*function_modes)();
 };
 
-int read(PyObject *tensor, DLTensor *out, int *neg) noexcept {
+int read(PyObject *tensor, DLTensor *out, int *bits) noexcept {
     try {
         const at::Tensor &t = THPVariable_Unpack(tensor);
         at::toDLPackNonOwning(t, out);
-        *neg = t.is_neg() ? 1 : 0;
+        *bits = (t.is_neg() ? kNeg : 0) | (t.requires_grad() ? kRequiresGrad : 0);
         return 0;
     } catch (...) {
         return -1;

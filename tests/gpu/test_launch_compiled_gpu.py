@@ -1,5 +1,6 @@
 """The compiled launch path on a real device: the driver's current context, CuPy's current stream, CuPy's
-fields and torch's DLPack reads, and every refusal handed to the Python path, which refuses it as it does alone.
+fields and torch tensors (read by the C++ reader, and through DLPack), and every refusal handed to the Python
+path, which refuses it as it does alone.
 
 Each case runs one launcher of `variable_selection_fwd` per path (the compiled
 one and one built with ``LAYOUTGEN_PYTHON_LAUNCH=1``) after the same good
@@ -16,7 +17,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from layoutgen.runtime import fastpath, launch
+from layoutgen.runtime import fastpath, launch, torch_cxx_reader
+from layoutgen.runtime.fastpath import use_torch
 from layoutgen.runtime.launch import KernelLauncher, LaunchError
 from layoutgen.runtime.paths import PYTHON_LAUNCH_ENV
 from tests.launch_paths import take_path
@@ -175,11 +177,26 @@ def test_a_thread_with_no_current_context_is_handed_to_the_python_path(paths: di
     assert results["compiled"] == results["python"]
 
 
-def test_torch_tensors_are_read_through_dlpack_and_refused_as_the_python_path_refuses(
-        paths: dict[str, KernelLauncher]) -> None:
+@pytest.mark.parametrize("reader", ["cxx", "dlpack"])
+def test_torch_tensors_are_read_at_c_level_and_refused_as_the_python_path_refuses(
+        paths: dict[str, KernelLauncher], reader: str) -> None:
+    """Through the C++ reader built against this torch (``cxx``), and through DLPack's exchange API (``dlpack``,
+    as where the reader cannot be built)."""
     torch = pytest.importorskip("torch")
     if not torch.cuda.is_available():
         pytest.skip("torch sees no GPU")
+    use_torch()
+    table = torch_cxx_reader.installed()
+    assert table[0] is not None and table[1], torch_cxx_reader.state()
+    if reader == "dlpack":
+        EXT.use_torch_reader(None, False)
+    try:
+        torch_launches_on_both_paths(torch, paths)
+    finally:
+        EXT.use_torch_reader(*table)
+
+
+def torch_launches_on_both_paths(torch: Any, paths: dict[str, KernelLauncher]) -> None:
 
     def tensors() -> list[Any]:
         g = torch.Generator(device="cuda").manual_seed(3)
