@@ -91,7 +91,7 @@ def main() -> None:
             print(f"{name:<44} {us:>9.3f}")
         if launcher._fast is not None:
             print(f"compiled path: {launcher._fast.hits} calls launched, {launcher._fast.handovers} handed over")
-        if ext is not None:  # one array's read as a launch makes it, timed in C (torch: DLPack and is_neg())
+        if ext is not None:  # one array's read as a launch makes it, timed in C (torch: the C++ reader)
             for name, array in (("a CuPy array", x), *(("a torch tensor", t) for t in torch_tensors[:1])):
                 try:
                     ns, how = ext.read_cost(array, 100000)
@@ -103,7 +103,8 @@ def main() -> None:
 
 
 def torch_rows(module: object, nb: int, nk: int, made: list[object]) -> list[tuple[str, Callable[[], object]]]:
-    """The same launch on torch tensors (put in ``made``), and the torch calls the compiled path makes for them."""
+    """The same launch on torch tensors (put in ``made``), and the torch calls the compiled path makes for them
+    where the C++ reader (runtime/torch_cxx_reader.py) cannot be built, or is turned off."""
     try:
         import torch
     except ImportError:

@@ -1,15 +1,16 @@
-// torch tensors read at C++ level for the compiled launch path (layoutgen.runtime.torch_reader builds this).
+// torch tensors read at C++ level for the compiled launch path (layoutgen.runtime.torch_cxx_reader builds
+// this against the installed torch's headers).
 //
 // Through torch's Python C API a launch reads each tensor with two calls into torch (the DLPack exchange
-// API's DLTensor export and `is_neg()`) and bumps each written tensor's version through a third
-// (`torch._C._increment_version`): about 0.25 µs a tensor on the H200's host, more than a launch of five
-// tensors may spend on everything. Compiled against the installed torch's own headers the same reads are
-// inline reads of the tensor's fields. Nothing here decides anything: `read` fills the DLTensor that torch's
-// exchange API fills (at::toDLPackNonOwning, the function behind it) and gives the neg bit (DLPack has none)
-// and the requires_grad flag with it; `bump` does for one tensor what torch._C._increment_version does for each; `function_modes` is
-// what torch._C._is_torch_function_mode_enabled answers. The caller
-// (_fastlaunch.c) passes only objects of the types it listed as torch.Tensor's own (THPVariable's layout),
-// holds the GIL, and hands any call whose read fails to the Python path.
+// API's DLTensor export and `is_neg()`), asks `requires_grad` of each written one, and bumps its version
+// through another (`torch._C._increment_version`): about 0.25 µs a tensor on the H200's host, more than a
+// launch of five tensors may spend on everything. Here they are one call of a few nanoseconds. Nothing here
+// decides anything: `read` fills the DLTensor that torch's exchange API fills (at::toDLPackNonOwning, the
+// function behind it) and gives the neg bit (DLPack has none) and `requires_grad` with it; `bump` does for
+// one tensor what torch._C._increment_version does for each; `function_modes` answers what
+// torch._C._is_torch_function_mode_enabled answers. The caller (_fastlaunch.c) passes only objects of the
+// types it listed as torch.Tensor's own (THPVariable's layout), holds the GIL, and hands any call whose read
+// fails to the Python path.
 //
 // The table's layout is this file's ABI with _fastlaunch.c (TorchReader there); change both together and
 // raise kAbi.
