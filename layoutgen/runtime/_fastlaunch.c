@@ -298,9 +298,9 @@ static DLTensorFromPyObjectFn exchange_api(PyTypeObject *type) {
 }
 
 /* torch's own C++ reads (runtime/_torch_cxx_reader.cpp, built against the installed torch by
- * torch_cxx_reader.py): the DLTensor the exchange API fills, with the neg bit and requires_grad, in one call of a few
- * nanoseconds instead of two calls into torch's Python C API; the version bump of one tensor; whether a
- * torch function mode is on. Its layout is that file's TorchReader (kAbi 1). Used only for the types listed
+ * torch_cxx_reader.py): the DLTensor the exchange API fills, with the neg bit and requires_grad, in one call
+ * of a few nanoseconds instead of two calls into torch's Python C API and a getter; the version bump of one
+ * tensor; whether a torch function mode is on. Its layout is that file's TorchReader (kAbi 1). Used only for the types listed
  * in dlpack_types, whose objects are THPVariables. */
 enum { TORCH_READER_MAGIC = 0x4c475452, TORCH_READER_ABI = 1, TORCH_NEG = 1, TORCH_REQUIRES_GRAD = 2 };
 typedef struct {
@@ -454,8 +454,9 @@ static int read_dlpack(PyObject *t, const Kind *kind, Read *r) {
     /* DLPack has no neg bit: is_neg() is the one read of it torch's Python API offers (the Python path
      * refuses it, LG608). The C++ reader's bit is what torch's own is_neg() answers: taken while t's type
      * finds that descriptor, else the replacement is called, as the Python path calls it. */
-    if (bits >= 0 && !(bits & TORCH_NEG) && is_neg_fn != NULL && _PyType_Lookup(Py_TYPE(t), s_is_neg) == is_neg_descr) {
-        if (requires_grad_get != NULL && _PyType_Lookup(Py_TYPE(t), s_requires_grad) == requires_grad_descr)
+    PyTypeObject *type = Py_TYPE(t);
+    if (bits >= 0 && !(bits & TORCH_NEG) && is_neg_fn != NULL && _PyType_Lookup(type, s_is_neg) == is_neg_descr) {
+        if (requires_grad_get != NULL && _PyType_Lookup(type, s_requires_grad) == requires_grad_descr)
             r->requires_grad = (bits & TORCH_REQUIRES_GRAD) != 0;  /* what torch's own getter answers */
         return 1;
     }
@@ -901,8 +902,9 @@ static int unwrap(PyObject **a) {
 static int bump_versions(PyObject *const *arrays, const int *written, int n_written) {
     int first = 0;
     for (; cxx_reader != NULL && cxx_calls && first < n_written; first++) {
-        const Kind *kind = find_kind(Py_TYPE(arrays[written[first]]));
-        if (kind == NULL || kind->mode != MODE_DLPACK || !kind->listed || cxx_reader->bump(arrays[written[first]]) != 0)
+        PyObject *t = arrays[written[first]];
+        const Kind *kind = find_kind(Py_TYPE(t));
+        if (kind == NULL || kind->mode != MODE_DLPACK || !kind->listed || cxx_reader->bump(t) != 0)
             break;
     }
     if (first == n_written)
@@ -1248,8 +1250,6 @@ static int register_cupy(PyObject *a, PyObject *sig, uint64_t ptr) {
     return swallow();
 }
 
-/* Register t's type as read through DLPack where it is one of dlpack_types and its DLPack read agrees with
- * its Python read (`sig`, `ptr`). 1, or 0 where an error stays set. */
 /* Whether `type` is one of dlpack_types (torch.Tensor's own, read through DLPack or the C++ reader). */
 static int is_listed(PyTypeObject *type) {
     int listed = 0;
@@ -1258,6 +1258,8 @@ static int is_listed(PyTypeObject *type) {
     return listed;
 }
 
+/* Register t's type as read through DLPack where it is one of dlpack_types and its DLPack read agrees with
+ * its Python read (`sig`, `ptr`). 1, or 0 where an error stays set. */
 static int register_torch(PyObject *t, PyObject *sig, uint64_t ptr) {
     PyTypeObject *type = Py_TYPE(t);
     if (find_kind(type) != NULL || n_kinds >= MAX_KINDS || dlpack_types == NULL)
