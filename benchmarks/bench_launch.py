@@ -113,19 +113,15 @@ def ratio_spread(rounds: dict[str, list[float]], row: str, floor: str) -> str:
     return f"{statistics.median(ratios):.2f}× (rounds {ratios[0]:.2f}× to {ratios[-1]:.2f}×)"
 
 
-def without_reader(round_us: Callable[[], float], table: tuple[int | None, bool]) -> Callable[[], float]:
+def without_reader(round_us: Callable[[], float]) -> Callable[[], float]:
     """``round_us`` with torch's tensors read through DLPack's exchange API and torch's Python calls, as where
-    the C++ reader cannot be built; the reader ``table`` is given back after the round."""
+    the C++ reader cannot be built (``torch_cxx_reader.turned_off``)."""
+    from layoutgen.runtime import torch_cxx_reader
     from layoutgen.runtime.fastpath import extension
 
-    ext = extension()[0]
-
     def round_through_dlpack() -> float:
-        ext.use_torch_reader(None, False)
-        try:
+        with torch_cxx_reader.turned_off(extension()[0]):
             return round_us()
-        finally:
-            ext.use_torch_reader(*table)
     return round_through_dlpack
 
 
@@ -286,10 +282,9 @@ def main() -> None:
                 sync=torch.cuda.synchronize)
             # the generated launcher on them: read by the C++ reader built against this torch, no conversion
             row("layoutgen launcher on torch tensors, compiled path", launcher, tx, tw, tb, tg, ty)
-            table = torch_cxx_reader.installed()  # the C++ reader, built by the row's warm-up where it builds
-            if table[0] is not None:  # the same call with torch's tensors read as where it cannot be built
+            if torch_cxx_reader.installed()[0] is not None:  # built by the row's warm-up where it builds
                 row("the same, read through DLPack's exchange API", launcher, tx, tw, tb, tg, ty)
-                rows[-1] = (rows[-1][0], without_reader(rows[-1][1], table))
+                rows[-1] = (rows[-1][0], without_reader(rows[-1][1]))
             row("layoutgen launcher on torch, Python path forced", python_path, tx, tw, tb, tg, ty)
             # torch tensors over the CuPy arrays' memory (torch.as_tensor through __cuda_array_interface__)
             sx, sw, sb, sg, sy = (torch.as_tensor(a, device="cuda") for a in (x, w, b, gates, y))

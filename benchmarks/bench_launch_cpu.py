@@ -37,7 +37,7 @@ from tests.test_launch_compiled_driver import LAUNCHER  # noqa: E402
 
 TIMED = r"""
 import numpy as np
-from benchmarks.bench_launch import N, ROUNDS, WARM_ROUNDS, interleaved, one_round
+from benchmarks.bench_launch import N, ROUNDS, WARM_ROUNDS, interleaved, one_round, without_reader
 from tests.test_launch_compiled import ADDRESS, cupy_array
 
 FAKE.fake_set_recording(0)
@@ -77,15 +77,7 @@ calls["from Python: an empty function of 5 arguments"] = (shaped_like_a_generate
 hits, launched = k._fast.hits, FAKE.fake_counted()
 timed = [(name, lambda call=call: one_round(call[0], lambda: None, *call[1:])) for name, call in calls.items()]
 if torch is not None:  # the same tensors read through DLPack's exchange API and torch's Python calls
-    from layoutgen.runtime import torch_cxx_reader
-    table = torch_cxx_reader.installed()
-    def through_dlpack(call=calls["5 torch tensors (C++ reader)"]):
-        EXT.use_torch_reader(None, False)
-        try:
-            return one_round(call[0], lambda: None, *call[1:])
-        finally:
-            EXT.use_torch_reader(*table)
-    timed.insert(2, ("5 torch tensors (DLPack exchange API)", through_dlpack))
+    timed.insert(2, ("5 torch tensors (DLPack exchange API)", without_reader(dict(timed)["5 torch tensors (C++ reader)"])))
 times = interleaved(timed)
 reads = {name: EXT.read_cost(arrays[0], 200000) for name, arrays in rows.items()}  # (ns, how) of one array
 steps_calls = (WARM_ROUNDS + ROUNDS) * N if steps is not None else 0  # launched too, not through a launcher

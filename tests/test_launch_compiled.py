@@ -14,6 +14,7 @@ be byte-identical.
 
 from __future__ import annotations
 
+import contextlib
 import math
 from collections.abc import Callable, Iterator
 from types import SimpleNamespace
@@ -349,12 +350,8 @@ def cpu_is_cuda(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch)
     use_torch()  # the extension takes torch's calls and the reader (built once) now, not at the first plan
     address, calls = torch_cxx_reader.installed()
     assert address is not None and calls, torch_cxx_reader.state()  # it builds wherever the tests run
-    if request.param == "dlpack":
-        EXT.use_torch_reader(None, False)
-    try:
+    with torch_cxx_reader.turned_off(EXT) if request.param == "dlpack" else contextlib.nullcontext():
         yield torch
-    finally:
-        EXT.use_torch_reader(address, calls)
 
 
 def fwd_torch(torch: Any, **replace: Any) -> tuple[Any, ...]:

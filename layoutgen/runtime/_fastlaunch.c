@@ -1866,10 +1866,6 @@ static PyObject *use_torch_reader(PyObject *module, PyObject *args) {
     Py_RETURN_NONE;
 }
 
-static PyObject *torch_reader_used(PyObject *module, PyObject *unused) {
-    return Py_BuildValue("(OO)", cxx_reader != NULL ? Py_True : Py_False, cxx_calls ? Py_True : Py_False);
-}
-
 static PyObject *set_hook(PyObject *module, PyObject *args) {
     PyObject *callable, *device = Py_None;
     if (!PyArg_ParseTuple(args, "O|O", &callable, &device))
@@ -2065,7 +2061,6 @@ static PyMethodDef module_methods[] = {
     {"use_torch_reader", use_torch_reader, METH_VARARGS, "use_torch_reader(address | None, calls): read torch's "
      "listed tensor types through the C++ reader's table at address (torch_cxx_reader.py), and where calls, bump "
      "versions and ask for function modes through it"},
-    {"torch_reader_used", torch_reader_used, METH_NOARGS, "(reads through the C++ reader, its calls used)"},
     {"set_hook", set_hook, METH_VARARGS, "set_hook(callable | None, device=None): call callable(launch, blocks, "
      "block, shared, stream, handle, parameters) instead of cuLaunchKernel (False: the driver refused it) and "
      "device() for the current device (tests)"},

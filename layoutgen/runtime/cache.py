@@ -39,16 +39,12 @@ from pathlib import Path
 from typing import Any, Literal, TypeVar
 
 from .cachefiles import (
-    ELSEWHERE, CacheError, cache_error, checked_entry_folder, checked_root, open_file, read_file, write_atomic,
+    ELSEWHERE, CacheError, cache_error, checked_entry_folder, checked_root, locked, open_file, read_file,
+    write_atomic,
 )
 from ..schema.diagnostics import display_path
 from .nvrtc import CompileRequest, CompileResult, KernelResources, compile_cubin, nvrtc_version
 from .paths import cubin_cache_dir
-
-try:
-    import fcntl
-except ImportError:  # pragma: no cover - Windows
-    fcntl = None  # type: ignore[assignment]
 
 __all__ = ["CacheError", "CubinCache"]
 
@@ -197,16 +193,8 @@ class CubinCache:
         folder = self.directory / key[:2]
         checked_root(self.directory, create=True)
         checked_entry_folder(folder, create=True)
-        fd = open_file(folder / f"{key}.lock", os.O_RDWR | os.O_CREAT)
-        try:
-            if fcntl is not None:
-                fcntl.flock(fd, fcntl.LOCK_EX)
-            # Anyone writing this entry holds the lock: temp files now are stale.
-            for stale in folder.glob(f"{key}.*.tmp"):
-                stale.unlink(missing_ok=True)
+        with locked(folder / f"{key}.lock", stale=f"{key}.*.tmp"):
             yield
-        finally:
-            os.close(fd)  # and with it the lock
 
     def _lookup_locked(self, key: str) -> CompileResult | None:
         state, result = self._read(key)

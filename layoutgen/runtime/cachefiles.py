@@ -16,9 +16,15 @@ import errno
 import os
 import stat
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 from ..schema.diagnostics import Diagnostic, LayoutgenError, display_path
+
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - Windows: no lock (racing processes may write an entry twice)
+    fcntl = None  # type: ignore[assignment]
 
 __all__ = ["ELSEWHERE", "CacheError", "cache_error", "checked_entry_folder", "checked_root", "open_file",
            "read_file"]
@@ -189,3 +195,19 @@ def write_atomic(path: Path, data: bytes) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+@contextlib.contextmanager
+def locked(lock: Path, stale: str) -> Iterator[None]:
+    """Hold ``lock`` (a file beside an entry, made 0600, ``fcntl.flock``), then remove the files of its folder
+    that match ``stale``: anyone writing the entry holds the lock, so its temporary files there now are left
+    over from a writer that died."""
+    fd = open_file(lock, os.O_RDWR | os.O_CREAT)
+    try:
+        if fcntl is not None:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        for left in lock.parent.glob(stale):
+            left.unlink(missing_ok=True)
+        yield
+    finally:
+        os.close(fd)  # and with it the lock

@@ -24,7 +24,7 @@ bit and ``requires_grad`` read here are taken only while the tensor's type
 finds torch's own ``is_neg`` and ``requires_grad``, and any read torch
 refuses is handed to the Python path. Before it is used, its reads are
 compared with the exchange API's on sample tensors, and its bump and
-function-mode answers with torch's calls (:func:`_calls_agree`).
+function-mode answers with torch's calls (:func:`_calls_disagreement`).
 
 Built with the C++ compiler (``$CXX``, else Python's, else ``c++``) on the
 first launch of a torch tensor, once per torch build, Python and compiler
@@ -52,13 +52,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from .cachefiles import checked_entry_folder, checked_root, open_file
+from .cachefiles import checked_entry_folder, checked_root, locked, open_file
 from .paths import cache_dir, torch_reader_off
-
-try:
-    import fcntl
-except ImportError:  # pragma: no cover - Windows: no lock (racing processes may build twice)
-    fcntl = None  # type: ignore[assignment]
 
 #: The C++ source, shipped with the package.
 SOURCE = Path(__file__).with_name("_torch_cxx_reader.cpp")
@@ -92,6 +87,20 @@ def installed() -> tuple[int | None, bool]:
     return (_state[0][0], _state[0][1]) if _state else (None, False)
 
 
+@contextlib.contextmanager
+def turned_off(module: Any) -> Iterator[None]:
+    """Inside, the compiled path (``module``, the extension) reads torch tensors through DLPack's exchange API
+    and torch's Python calls, as where the reader cannot be built (benchmarks and tests time and check both
+    ways); the reader :func:`install` gave is given back after."""
+    address, calls = installed()
+    module.use_torch_reader(None, False)
+    try:
+        yield
+    finally:
+        if address is not None:
+            module.use_torch_reader(address, calls)
+
+
 def _load(module: Any, torch: Any) -> tuple[int | None, bool, str]:
     if torch_reader_off():
         return None, False, "torch tensors read through DLPack's exchange API (LAYOUTGEN_TORCH_READER=0)"
@@ -108,7 +117,7 @@ def _load(module: Any, torch: Any) -> tuple[int | None, bool, str]:
     if disagreement:
         return None, False, (f"torch tensors read through DLPack's exchange API (the C++ reader disagrees with "
                              f"it: {disagreement})")
-    calls = _calls_agree(torch, address)
+    calls = _calls_disagreement(torch, address)
     said = f"torch tensors read in C++ ({library})"
     return address, not calls, f"{said}; torch's Python calls kept for versions and modes ({calls})" if calls else said
 
@@ -143,7 +152,7 @@ class _Table(ctypes.Structure):
                 ("function_modes", ctypes.PYFUNCTYPE(ctypes.c_int))]
 
 
-def _calls_agree(torch: Any, address: int) -> str:
+def _calls_disagreement(torch: Any, address: int) -> str:
     """Where the reader's bump and function-mode calls answer otherwise than torch's Python calls that the
     compiled path makes without it ('' where they agree): torch releases differ (an inference tensor's bump
     raised before it was skipped), so the rule is asked of this torch."""
@@ -191,7 +200,7 @@ def _build(torch: Any) -> Path:
     library = folder / f"{key}.so"
     if _built(library):
         return library
-    with _locked(folder / f"{key}.lock"):
+    with locked(folder / f"{key}.lock", stale=f".{key}.*.so.tmp"):
         if _built(library):  # built by another process meanwhile
             return library
         fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{key}.", suffix=".so.tmp")
@@ -254,14 +263,3 @@ def _key(torch: Any, compiler: str, command: list[str]) -> str:
              "torch_git": getattr(torch.version, "git_version", ""), "torch_file": torch.__file__,
              "python": sys.version, "compiler": version, "command": command}
     return hashlib.sha256(json.dumps(facts, sort_keys=True).encode()).hexdigest()[:32]
-
-
-@contextlib.contextmanager
-def _locked(path: Path) -> Iterator[None]:
-    fd = open_file(path, os.O_RDWR | os.O_CREAT)
-    try:
-        if fcntl is not None:
-            fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
-    finally:
-        os.close(fd)

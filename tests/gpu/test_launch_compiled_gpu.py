@@ -10,6 +10,7 @@ a kernel run shows.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -186,14 +187,10 @@ def test_torch_tensors_are_read_at_c_level_and_refused_as_the_python_path_refuse
     if not torch.cuda.is_available():
         pytest.skip("torch sees no GPU")
     use_torch()
-    table = torch_cxx_reader.installed()
-    assert table[0] is not None and table[1], torch_cxx_reader.state()
-    if reader == "dlpack":
-        EXT.use_torch_reader(None, False)
-    try:
+    address, calls = torch_cxx_reader.installed()
+    assert address is not None and calls, torch_cxx_reader.state()
+    with torch_cxx_reader.turned_off(EXT) if reader == "dlpack" else contextlib.nullcontext():
         torch_launches_on_both_paths(torch, paths)
-    finally:
-        EXT.use_torch_reader(*table)
 
 
 def torch_launches_on_both_paths(torch: Any, paths: dict[str, KernelLauncher]) -> None:
