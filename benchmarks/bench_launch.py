@@ -7,19 +7,26 @@ Run on a GPU machine from the repository root:
 Each row launches an empty kernel with the same five arrays and two sizes,
 N times back to back from a Python loop that calls it as a user's code does
 (`for _ in range(n): launcher(x, w, b, gates, y)`), and reports the host time
-per call (median of several rounds after two not kept, every row's rounds
-interleaved with the others', the C program run once a round: its loops of
-the same launch are the floor). Prints a table; no assertion. The launcher
-rows take the compiled launch path where `runtime/_fastlaunch.c` is built
-(`pip install -e .`, or `python setup.py build_ext --inplace`; the line
-printed after the first row says which path ran), and the Python path where
-they say it is forced.
+per call: the median of ROUNDS rounds after WARM_ROUNDS not kept, every row's
+rounds interleaved with the others'. The floor is a C program's bare
+`cuLaunchKernel` loop of the same kernel (benchmarks/launch/floor.cu), one
+process of it kept running beside this one: it runs N launches before the
+first row of a round and after every row, so each row's round lies between
+two rounds of the floor taken milliseconds before and after it, and its
+ratio to the floor is the median, over the rounds, of its time over the mean
+of those two. A slow spell of the machine moves both sides of each ratio
+alike. Prints a table; no assertion. The launcher rows take the compiled
+launch path where `runtime/_fastlaunch.c` is built (`pip install -e .`, or
+`python setup.py build_ext --inplace`; the line printed after the first row
+says which path ran), and the Python path where they say it is forced.
 """
 
 from __future__ import annotations
 
-import os
+import contextlib
+import functools
 import importlib
+import os
 import shutil
 import statistics
 import subprocess
@@ -31,11 +38,12 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-N, ROUNDS = 20000, 7
+N, ROUNDS = 10000, 15
 # Interleaved rounds run first and not kept: in a probe on the lent H200 the same calls ran slower in the
 # first seconds of a process (on torch tensors by 2 µs a call, on CuPy arrays by 0.8). Later spells of
-# either cost stay in the rounds kept; the README says what is known of them.
+# either cost stay in the rounds kept, and move the floor's rounds beside them alike.
 WARM_ROUNDS = 2
+FLOOR_ROW = "C program: bare cuLaunchKernel loop"
 
 try:  # Triton resolves a kernel's globals at compile time: define it at module level
     import triton
@@ -86,31 +94,58 @@ def calls_of(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, An
     return lambda n: loop(n, fn, None, *args, *kwargs.values())
 
 
-def interleaved(rows: list[tuple[str, Callable[[], float]]],
-                rounds: dict[str, list[float]] | None = None) -> list[tuple[str, float]]:
-    """Each row's median µs per call over ROUNDS rounds, taken in turn: round r of every row, then round r + 1,
-    after WARM_ROUNDS rounds of every row that are not kept.
+class Interleaved:
+    """Rows timed in interleaved rounds (round r of every row, then round r + 1) after WARM_ROUNDS rounds of
+    every row that are not kept; where a ``floor`` is given (one round of the floor: µs per call), it runs
+    before a round's first row and after every row, and each row's round is also taken as a ratio to the mean
+    of the floor's rounds just before and just after it.
+
     A machine whose speed drifts during the run (a virtual machine's neighbours, clocks) moves every row
     alike, so the ratios within the run hold; rows timed one after the other would each see a different
-    machine. ``rounds``, where given, receives every round's figure of each row."""
-    kept: dict[str, list[float]] = {name: [] for name, _ in rows}
-    for r in range(WARM_ROUNDS + ROUNDS):
-        for name, round_us in rows:
-            us = round_us()
-            if r >= WARM_ROUNDS:
-                kept[name].append(us)
-    if rounds is not None:
-        rounds.update(kept)
-    return [(name, statistics.median(kept[name])) for name, _ in rows]
+    machine, and a ratio of two medians taken seconds apart still mixes two moments of it."""
+
+    def __init__(self, rows: list[tuple[str, Callable[[], float]]], floor: Callable[[], float] | None = None):
+        self.rounds: dict[str, list[float]] = {name: [] for name, _ in rows}  # µs per call, each kept round
+        self.ratios: dict[str, list[float]] = {name: [] for name, _ in rows}  # to the floor beside it
+        self.floor_rounds: list[float] = []
+        for r in range(WARM_ROUNDS + ROUNDS):
+            kept = r >= WARM_ROUNDS
+            before = floor() if floor is not None else float("nan")
+            if kept:
+                self.floor_rounds.append(before)
+            for name, round_us in rows:
+                us = round_us()
+                after = floor() if floor is not None else float("nan")
+                if kept:
+                    self.rounds[name].append(us)
+                    self.ratios[name].append(2 * us / (before + after))
+                    self.floor_rounds.append(after)
+                before = after
+
+    def median_us(self, name: str) -> float:
+        return statistics.median(self.rounds[name])
+
+    def floor_us(self) -> float:
+        return statistics.median(self.floor_rounds) if self.floor_rounds else float("nan")
+
+    def ratio(self, name: str) -> float:
+        """The row's median ratio to the floor beside it (NaN without a floor)."""
+        ratios = [q for q in self.ratios.get(name, []) if q == q]
+        return statistics.median(ratios) if ratios else float("nan")
+
+    def spread(self, name: str) -> str:
+        """The row's ratio to the floor: median and range over the rounds, so that one run says how far its
+        ratio can be trusted."""
+        ratios = sorted(q for q in self.ratios.get(name, []) if q == q)
+        if not ratios:
+            return "no rounds"
+        return f"{statistics.median(ratios):.2f}× (rounds {ratios[0]:.2f}× to {ratios[-1]:.2f}×)"
 
 
-def ratio_spread(rounds: dict[str, list[float]], row: str, floor: str) -> str:
-    """``row``'s time over ``floor``'s, round by round (each pair taken minutes apart at most): median and
-    range, so that one run says how far its ratio can be trusted."""
-    ratios = sorted(a / b for a, b in zip(rounds.get(row, []), rounds.get(floor, [])) if b == b and b > 0)
-    if not ratios:
-        return "no rounds"
-    return f"{statistics.median(ratios):.2f}× (rounds {ratios[0]:.2f}× to {ratios[-1]:.2f}×)"
+def interleaved(rows: list[tuple[str, Callable[[], float]]]) -> list[tuple[str, float]]:
+    """Each row's median µs per call over ROUNDS interleaved rounds (``Interleaved``, no floor)."""
+    timed = Interleaved(rows)
+    return [(name, timed.median_us(name)) for name, _ in rows]
 
 
 def without_reader(round_us: Callable[[], float]) -> Callable[[], float]:
@@ -141,14 +176,31 @@ def build_floor(out: Path) -> Path | None:
     return program
 
 
-def c_floor(program: Path, cubin: Path) -> dict[str, float]:
-    """One run of the C program: µs per call by way of launching (empty where it fails, said on stderr); its
-    last two ways launch ``empty`` of ``cubin``, the launchers' own function."""
-    ran = subprocess.run([str(program), str(cubin), "empty"], check=False, capture_output=True, text=True)
-    if ran.returncode:
-        print(f"floor failed:\n{ran.stderr}", file=sys.stderr)
-        return {}
-    return {name: float(us) for name, us in (line.split() for line in ran.stdout.splitlines())}
+class FloorProgram:
+    """One process of the built floor.cu, running ``cubin``'s ``kernel`` among its ways: ``round_us(way)``
+    asks it for one timed loop of N launches that way and gives its µs per call. A context manager: the
+    process ends with it."""
+
+    def __init__(self, program: Path, cubin: Path, kernel: str):
+        self.process = subprocess.Popen([str(program), str(cubin), kernel], stdin=subprocess.PIPE,
+                                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+    def round_us(self, way: str = "cuLaunchKernel") -> float:
+        assert self.process.stdin is not None and self.process.stdout is not None
+        self.process.stdin.write(f"{way} {N}\n")
+        self.process.stdin.flush()
+        answer = self.process.stdout.readline().split()
+        if len(answer) != 2 or answer[0] != way:
+            self.process.kill()
+            raise RuntimeError(f"floor program: no answer to {way!r}: {self.process.communicate()[1].strip()}")
+        return float(answer[1])
+
+    def __enter__(self) -> FloorProgram:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.process.poll() is None:
+            self.process.communicate("", timeout=60)  # end of its input: it frees what it holds and exits
 
 
 def cuda_core_launch(cubin: Path, arrays: tuple[Any, ...], sizes: tuple[int, int],
@@ -199,7 +251,7 @@ def main() -> None:
         warm_up(fn, sync, *args, **kwargs)
         rows.append((name, lambda: one_round(fn, sync, *args, **kwargs)))
 
-    with tempfile.TemporaryDirectory(dir=ROOT) as tmp:
+    with tempfile.TemporaryDirectory(dir=ROOT) as tmp, contextlib.ExitStack() as stack:
         module = generated_module(Path(tmp))
 
         from layoutgen.runtime.driver import LAUNCH_ENV, PackedLaunch
@@ -248,26 +300,20 @@ def main() -> None:
                 *cuda_core_launch(empty.cache().paths(request.key())[0], (x, w, b, gates, y), (B, K), grid[0]))
         except Exception as exc:  # not installed, or an API this script does not know: reported in the table
             missing.append((f"cuda.core unavailable: {type(exc).__name__}: {exc}"[:60], float("nan")))
-        floor = build_floor(Path(tmp))
-        if floor is not None:  # one run of the C program a round: its ways, all but the first from the same run
-            last: dict[str, float] = {}
-            cubin = empty.cache().paths(request.key())[0]
-
-            def floor_round(way: str) -> float:
-                if way == "cuLaunchKernel":
-                    last.clear()
-                    last.update(c_floor(floor, cubin))
-                return last.get(way, float("nan"))
-
-            for way, name in (("cuLaunchKernel", "C program: bare cuLaunchKernel loop"),
-                              ("chevrons", "C program: <<<>>> loop"),
+        program = build_floor(Path(tmp))
+        floor: FloorProgram | None = None
+        if program is not None:  # one process, serving the floor's rounds and its other ways' rows
+            floor = served = stack.enter_context(FloorProgram(program, empty.cache().paths(request.key())[0],
+                                                              "empty"))
+            served.round_us()  # its warm-up
+            for way, name in (("chevrons", "C program: <<<>>> loop"),
                               ("cubin", "C program: cuLaunchKernel of the launchers' cubin"),
                               ("device_then_launch", "C program: current device read, then launch"),
                               ("touch_only", "C program: 32 KB of other reads alone"),
                               ("touch_then_launch", "C program: 32 KB of other reads, then launch")):
-                rows.append((name, lambda way=way: floor_round(way)))
+                rows.append((name, functools.partial(served.round_us, way)))
         else:
-            missing.append(("C program: bare cuLaunchKernel loop", float("nan")))
+            missing.append((FLOOR_ROW, float("nan")))
         os.environ[LAUNCH_ENV] = "cupy"  # read when the launcher is built and when its kernel loads (the warm-up)
         through_cupy = empty.fresh()
         row("layoutgen launcher, CuPy launch path", through_cupy, x, w, b, gates, y)
@@ -292,8 +338,7 @@ def main() -> None:
         else:
             missing.append((f"Triton unavailable: {TRITON_MISSING}", float("nan")))
 
-        rounds: dict[str, list[float]] = {}
-        timed = interleaved(rows, rounds) + missing
+        timed = Interleaved(rows, floor.round_us if floor is not None else None)
 
     print(launch_path_text())  # with torch's tensors' reader, now that torch is in use
     ext = extension()[0]
@@ -301,20 +346,23 @@ def main() -> None:
     if ext is not None and fast is not None:  # what the compiled rows read at C level, and what they handed over
         print(f"read at C level: { {k.__name__: v for k, v in ext.kinds().items()} }; compiled path: "
               f"{fast.hits} calls launched, {fast.handovers} handed over to the Python path")
-    base = next(us for name, us in timed if name == "raw CuPy RawKernel call")
-    floor_us = next(us for name, us in timed if name == "C program: bare cuLaunchKernel loop")
+    table = [(name, timed.median_us(name), timed.ratio(name)) for name, _ in rows]
+    if floor is not None:
+        table.append((FLOOR_ROW, timed.floor_us(), 1.0))
+    table += [(name, us, us) for name, us in missing]
+    base = next(us for name, us, _ in table if name == "raw CuPy RawKernel call")
     print(f"{'path':<52} {'µs/call':>9} {'vs raw CuPy':>12} {'vs C floor':>11}")
-    for name, us in timed:
-        print(f"{name:<52} {us:>9.2f} {us / base:>11.2f}× {us / floor_us:>10.2f}×")
+    for name, us, ratio in table:
+        print(f"{name:<52} {us:>9.2f} {us / base:>11.2f}× {ratio:>10.2f}×")
     for compiled in ("layoutgen launcher, compiled path (validates 5 arrays)",
                      "the same through the generated function's frame",
                      "compiled path, nothing checked (a program's step)",
                      "layoutgen launcher on torch tensors, compiled path",
                      "the same, read through DLPack's exchange API"):
-        print(f"{compiled} / C floor, round by round: "
-              f"{ratio_spread(rounds, compiled, 'C program: bare cuLaunchKernel loop')}")
+        print(f"{compiled} / C floor, round by round: {timed.spread(compiled)}")
     print(f"device: {cupy.cuda.runtime.getDeviceProperties(0)['name'].decode()}, N={N}, median of {ROUNDS} "
-          f"rounds after {WARM_ROUNDS} not kept, the rows' rounds interleaved")
+          f"rounds after {WARM_ROUNDS} not kept, the rows' rounds interleaved; vs C floor: the median of each "
+          f"round's ratio to the mean of the floor's rounds just before and after it")
 
 
 if __name__ == "__main__":

@@ -409,14 +409,19 @@ def test_every_refusal_of_torch_tensors_is_handed_over_and_refused_as_the_python
 
 
 @pytest.mark.parametrize("attribute", ["is_neg", "requires_grad"])
+@pytest.mark.parametrize("parameters", [False, True], ids=["tensors", "parameters"])
 def test_torchs_neg_bit_and_grad_flag_replaced_on_the_class_are_what_the_compiled_path_reads(
         device: dict[str, int], hooked: None, monkeypatch: pytest.MonkeyPatch, cpu_is_cuda: Any,
-        attribute: str) -> None:
+        attribute: str, parameters: bool) -> None:
     """The compiled path calls torch's C functions for these directly, but only while the tensor's type finds
-    torch's own descriptors: one put in their place (on the class, after the extension took torch's) is
-    called as the Python path calls it, so both refuse alike (LG608 for a neg view, LG618 for a grad)."""
+    torch's own descriptors: one put in their place (on the class, after the extension took torch's and
+    found them on the type) is called as the Python path calls it, so both refuse alike (LG608 for a neg
+    view, LG618 for a grad). Also for nn.Parameter, whose base class is the one changed: what the compiled
+    path found on the subclass must not outlive the change."""
     torch = cpu_is_cuda
     good = fwd_torch(torch)
+    if parameters:
+        good = [torch.nn.Parameter(t, requires_grad=False) for t in good]
 
     def run(k: KernelLauncher) -> Any:
         k(*good)  # planned and taught: torch's descriptors taken

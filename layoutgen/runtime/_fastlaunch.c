@@ -330,12 +330,16 @@ typedef struct {
     PyTypeObject *pointer_type;   /* CuPy: the MemoryPointer type its fields were confirmed with */
     DLTensorFromPyObjectFn from;  /* torch: the exchange API's DLTensor export */
     int listed;                   /* torch: one of dlpack_types (a THPVariable: cxx_reader may read it) */
+    /* torch: which of torch's own descriptors the type found (OWN_*), while its version tag is own_tag and
+     * the descriptors' registration own_generation: see own_descriptors */
+    unsigned int own_tag, own_generation;
+    int own;
 } Kind;
 
 static Kind kinds[MAX_KINDS];
 static int n_kinds = 0;
 
-static const Kind *find_kind(PyTypeObject *type) {
+static Kind *find_kind(PyTypeObject *type) {
     for (int k = 0; k < n_kinds; k++)
         if (kinds[k].type == type)
             return &kinds[k];
@@ -355,6 +359,22 @@ typedef struct {
     int requires_grad;  /* DLPack through the C++ reader: t.requires_grad as torch's own getter reads it; else -1 */
     PyObject *f[5];     /* CuPy attrs: shape, strides, dtype, device_id; torch: + device, is_neg; reader: signature */
 } Read;
+
+/* A Read as nothing read yet: what release_read and the checks look at before a read sets it. Not a memset of
+ * the whole struct: its shape and strides (128 bytes) are written by the read up to ndim and read no further,
+ * and zeroing five Reads was the largest single cost of a launch on the CPU stand-in. */
+static void clear_read(Read *r) {
+    r->mode = 0;
+    r->type = NULL;
+    r->ptr = 0;
+    r->ndim = 0;
+    r->dtype = NULL;
+    r->dl_dtype = 0;
+    r->device = 0;
+    r->requires_grad = -1;
+    for (int k = 0; k < 5; k++)
+        r->f[k] = NULL;
+}
 
 static void release_read(Read *r) {
     Py_CLEAR(r->dtype);
@@ -424,8 +444,31 @@ static PyObject *tensor_requires_grad(PyObject *t) {
     return PyObject_GetAttr(t, s_requires_grad);
 }
 
+/* Which of torch's own descriptors (set_torch's is_neg and requires_grad) a listed kind's type finds, not a
+ * replacement a class or a monkeypatch put in their place: OWN_IS_NEG | OWN_REQUIRES_GRAD. Two type lookups,
+ * kept while the type's version tag is the one they were made under, as CPython's own attribute caches keep
+ * theirs: CPython gives a type a new tag (or none, 0) whenever it or one of its bases changes, and never
+ * gives a tag twice; set_torch, which may register other descriptors, starts a new generation. */
+enum { OWN_IS_NEG = 1, OWN_REQUIRES_GRAD = 2 };
+static unsigned int descriptors_generation = 1;
+
+static int own_descriptors(Kind *kind) {
+    PyTypeObject *type = kind->type;
+    if (kind->own_generation == descriptors_generation && kind->own_tag != 0 && type->tp_version_tag == kind->own_tag
+        && PyType_HasFeature(type, Py_TPFLAGS_VALID_VERSION_TAG))
+        return kind->own;
+    int own = (is_neg_fn != NULL && _PyType_Lookup(type, s_is_neg) == is_neg_descr ? OWN_IS_NEG : 0)
+              | (requires_grad_get != NULL && _PyType_Lookup(type, s_requires_grad) == requires_grad_descr
+                     ? OWN_REQUIRES_GRAD : 0);
+    /* the lookups give the type a tag where it has none; without one (tags ran out), nothing is kept */
+    kind->own_tag = PyType_HasFeature(type, Py_TPFLAGS_VALID_VERSION_TAG) ? type->tp_version_tag : 0;
+    kind->own_generation = descriptors_generation;
+    kind->own = own;
+    return own;
+}
+
 /* The DLTensor view of `t` (valid while t is unchanged) and its neg bit checked: 0 where it cannot be read. */
-static int read_dlpack(PyObject *t, const Kind *kind, Read *r) {
+static int read_dlpack(PyObject *t, Kind *kind, Read *r) {
     DLTensor d;
     memset(&d, 0, sizeof d);
     int bits = -1;  /* the neg bit and requires_grad, where the C++ reader read them */
@@ -454,11 +497,13 @@ static int read_dlpack(PyObject *t, const Kind *kind, Read *r) {
     /* DLPack has no neg bit: is_neg() is the one read of it torch's Python API offers (the Python path
      * refuses it, LG608). The C++ reader's bit is what torch's own is_neg() answers: taken while t's type
      * finds that descriptor, else the replacement is called, as the Python path calls it. */
-    PyTypeObject *type = Py_TYPE(t);
-    if (bits >= 0 && !(bits & TORCH_NEG) && is_neg_fn != NULL && _PyType_Lookup(type, s_is_neg) == is_neg_descr) {
-        if (requires_grad_get != NULL && _PyType_Lookup(type, s_requires_grad) == requires_grad_descr)
-            r->requires_grad = (bits & TORCH_REQUIRES_GRAD) != 0;  /* what torch's own getter answers */
-        return 1;
+    if (bits >= 0 && !(bits & TORCH_NEG)) {
+        int own = own_descriptors(kind);
+        if (own & OWN_IS_NEG) {
+            if (own & OWN_REQUIRES_GRAD)
+                r->requires_grad = (bits & TORCH_REQUIRES_GRAD) != 0;  /* what torch's own getter answers */
+            return 1;
+        }
     }
     PyObject *neg = tensor_is_neg(t);
     int plain = neg == Py_False;
@@ -475,7 +520,7 @@ fail:
  * for one that stays set). Where a C-level read does not apply to this array (more dims than read here,
  * another MemoryPointer type, a tensor DLPack does not export as read here), its attributes are read, as the
  * Python reader reads them. */
-static int read_array(PyObject *a, int mode, const Kind *kind, PyObject *reader, Read *r) {
+static int read_array(PyObject *a, int mode, Kind *kind, PyObject *reader, Read *r) {
     r->type = Py_TYPE(a);
     r->mode = mode;
     r->requires_grad = -1;
@@ -937,7 +982,7 @@ static int torch_modes_on(void) {
 
 /* The mode `a` is read in, its kind where listed, its reader: -1 where it has no fast reader (or an error
  * stays set). `*torch_modes` is read once a call, where a tensor needs it. */
-static int mode_of(PyObject *a, int *torch_modes, const Kind **kind, PyObject **reader) {
+static int mode_of(PyObject *a, int *torch_modes, Kind **kind, PyObject **reader) {
     *kind = find_kind(Py_TYPE(a));
     if (*kind != NULL) {
         if ((*kind)->mode == MODE_DLPACK) {
@@ -997,12 +1042,12 @@ static int launch_call(Launcher *self, PyObject *const *args, size_t nargsf, PyO
         if (!unwrap(&a))
             goto out;
         arrays[n_held++] = Py_NewRef(a);
-        const Kind *kind = NULL;
+        Kind *kind = NULL;
         PyObject *reader = NULL;
         int mode = mode_of(a, &torch_modes, &kind, &reader);
         if (mode < 0)
             goto out;
-        memset(&reads[i], 0, sizeof reads[i]);
+        clear_read(&reads[i]);
         n_read = i + 1;
         if (!read_array(a, mode, kind, reader, &reads[i]))
             goto out;
@@ -1238,7 +1283,7 @@ static int register_cupy(PyObject *a, PyObject *sig, uint64_t ptr) {
     if (ok) {
         Kind kind = {type, MODE_CUPY_FIELDS, Py_TYPE(data), NULL};
         Read r;
-        memset(&r, 0, sizeof r);
+        clear_read(&r);
         r.type = type;
         r.mode = MODE_CUPY_FIELDS;
         if (read_cupy_fields(a, &kind, &r) && read_agrees(&r, sig, ptr))  /* the vectors followed only now */
@@ -1269,7 +1314,7 @@ static int register_torch(PyObject *t, PyObject *sig, uint64_t ptr) {
     if (kind.from == NULL)
         return !PyErr_Occurred();
     Read r;
-    memset(&r, 0, sizeof r);
+    clear_read(&r);
     r.type = type;
     r.mode = MODE_DLPACK;
     if (read_dlpack(t, &kind, &r) && read_agrees(&r, sig, ptr))
@@ -1283,7 +1328,7 @@ static int register_torch(PyObject *t, PyObject *sig, uint64_t ptr) {
  * the reader read (`sig`, `ptr`); else mode -1 (the plan's argument is matched on `sig` alone, by a read in
  * the Python reader's way). 1, or 0 where an error stays set. */
 static int plan_arg(PyObject *a, PyObject *sig, uint64_t ptr, PyObject *reader, PlanArg *p) {
-    const Kind *kind = find_kind(Py_TYPE(a));
+    Kind *kind = find_kind(Py_TYPE(a));
     p->mode = -1;
     if (kind == NULL || reader != (kind->mode == MODE_CUPY_FIELDS ? cupy_reader : torch_reader))
         return 1;
@@ -1293,7 +1338,7 @@ static int plan_arg(PyObject *a, PyObject *sig, uint64_t ptr, PyObject *reader, 
             return on > 0;
     }
     Read r;
-    memset(&r, 0, sizeof r);
+    clear_read(&r);
     r.type = Py_TYPE(a);
     r.mode = kind->mode;
     int ok = kind->mode == MODE_CUPY_FIELDS ? read_cupy_fields(a, kind, &r) : read_dlpack(a, kind, &r);
@@ -1814,6 +1859,7 @@ static PyObject *use_torch(PyObject *module, PyObject *args) {
     Py_XSETREF(bump, Py_NewRef(bu));
     Py_XSETREF(dlpack_types, Py_NewRef(types));
     /* torch.Tensor's is_neg and requires_grad descriptors, where they are the C kinds read directly */
+    descriptors_generation++;  /* what own_descriptors kept was found against the old ones */
     Py_CLEAR(is_neg_descr);
     Py_CLEAR(requires_grad_descr);
     is_neg_fn = NULL;
@@ -1915,7 +1961,7 @@ static PyObject *read_one(PyObject *module, PyObject *a) {
         }
     }
     Py_XDECREF(reader);
-    const Kind *kind = find_kind(Py_TYPE(a));
+    Kind *kind = find_kind(Py_TYPE(a));
     Kind probe;
     if (kind == NULL) {  /* any DLPack producer, unlisted */
         probe = (Kind){Py_TYPE(a), MODE_DLPACK, NULL, exchange_api(Py_TYPE(a)), is_listed(Py_TYPE(a))};
@@ -1926,7 +1972,7 @@ static PyObject *read_one(PyObject *module, PyObject *a) {
     if (kind == NULL)
         Py_RETURN_NONE;
     Read r;
-    memset(&r, 0, sizeof r);
+    clear_read(&r);
     if (!read_array(a, kind->mode, kind, NULL, &r) || (r.mode != MODE_CUPY_FIELDS && r.mode != MODE_DLPACK)) {
         release_read(&r);
         if (PyErr_Occurred())
@@ -2015,7 +2061,7 @@ static PyObject *read_cost(PyObject *module, PyObject *args) {
         return NULL;
     }
     int torch_modes = -1;
-    const Kind *kind = NULL;
+    Kind *kind = NULL;
     PyObject *reader = NULL;
     int mode = mode_of(a, &torch_modes, &kind, &reader);
     if (mode < 0) {
@@ -2028,7 +2074,7 @@ static PyObject *read_cost(PyObject *module, PyObject *args) {
     clock_gettime(CLOCK_MONOTONIC, &start);
     for (long k = 0; k < n; k++) {
         Read r;
-        memset(&r, 0, sizeof r);
+        clear_read(&r);
         int ok = read_array(a, mode, kind, reader, &r);
         read_as = r.mode;
         release_read(&r);
