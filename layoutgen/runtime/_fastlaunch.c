@@ -1985,9 +1985,10 @@ static PyObject *read_one(PyObject *module, PyObject *a) {
             got = Py_BuildValue("(sKOOOL)", "cupy", (unsigned long long)r.ptr, shape, strides, r.dtype,
                                 (long long)r.device);
         else
-            got = Py_BuildValue("(sKOO(iii)(ii))", "dlpack", (unsigned long long)r.ptr, shape, strides,
+            got = Py_BuildValue("(sKOO(iii)(ii)O)", "dlpack", (unsigned long long)r.ptr, shape, strides,
                                 (int)(r.dl_dtype & 0xff), (int)(r.dl_dtype >> 8 & 0xff), (int)(r.dl_dtype >> 16),
-                                (int)(r.device >> 32), (int)(uint32_t)r.device);
+                                (int)(r.device >> 32), (int)(uint32_t)r.device,
+                                r.requires_grad < 0 ? Py_None : r.requires_grad ? Py_True : Py_False);
     }
     Py_XDECREF(shape);
     Py_XDECREF(strides);
@@ -2111,7 +2112,9 @@ static PyMethodDef module_methods[] = {
      "block, shared, stream, handle, parameters) instead of cuLaunchKernel (False: the driver refused it) and "
      "device() for the current device (tests)"},
     {"get_hook", get_hook, METH_NOARGS, "the launch hook set, or None"},
-    {"read", read_one, METH_O, "read(array) -> how the compiled path reads it, or None"},
+    {"read", read_one, METH_O, "read(array) -> how the compiled path reads it, or None: ('cupy', ptr, shape, "
+     "strides, dtype, device_id) or ('dlpack', ptr, shape, strides, (code, bits, lanes), (device_type, "
+     "device_id), requires_grad as read with them, None where it is not)"},
     {"scalar_slot", scalar_slot, METH_VARARGS, "scalar_slot(dtype, finite, value) -> its launch value, or None"},
     {"driver", driver, METH_NOARGS, "whether libcuda's calls were found, in words"},
     {"current_stream", cupy_stream, METH_NOARGS, "where the current CuPy stream is read, in words"},
