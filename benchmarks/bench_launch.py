@@ -15,7 +15,9 @@ first row of a round and after every row, so each row's round lies between
 two rounds of the floor taken milliseconds before and after it, and its
 ratio to the floor is the median, over the rounds, of its time over the mean
 of those two. A slow spell of the machine moves both sides of each ratio
-alike. Prints a table; no assertion. The launcher rows take the compiled
+alike, and this process and the floor program run on one CPU, the one this
+process starts on (``--no-pin`` leaves both where the OS puts them). Prints
+a table; no assertion. The launcher rows take the compiled
 launch path where `runtime/_fastlaunch.c` is built (`pip install -e .`, or
 `python setup.py build_ext --inplace`; the line printed after the first row
 says which path ran), and the Python path where they say it is forced.
@@ -23,6 +25,7 @@ says which path ran), and the Python path where they say it is forced.
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import functools
 import importlib
@@ -233,7 +236,33 @@ def generated_module(out: Path):  # type: ignore[no-untyped-def]
     return importlib.import_module("launch_bench")
 
 
+def pin_to_this_cpu() -> int | None:
+    """Keep this thread, and the floor program it starts (a child inherits the mask), on the CPU it runs on
+    now: the CPU it was found on, or None where that cannot be read or set.
+
+    Why: in a run on the lent H200 (2026-12-02) a row's rounds ranged 0.88× to 1.39× of the floor rounds
+    taken milliseconds beside them, so the two processes did not see the same machine even at the same
+    moment; where each lands (a virtual machine's CPUs are not alike, and a neighbour's work lands on some)
+    is the part of that a benchmark can hold still. Both sides of every ratio then run on one CPU, one after
+    the other."""
+    try:
+        fields = Path("/proc/self/stat").read_text().rsplit(")", 1)[1].split()
+        cpu = int(fields[36])  # field 39 of proc(5), "processor": the CPU it last ran on
+        os.sched_setaffinity(0, {cpu})
+    except (OSError, ValueError, IndexError, AttributeError):
+        return None
+    return cpu
+
+
 def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--no-pin", action="store_true",
+                        help="leave this process and the floor program wherever the OS puts them (default: both on "
+                             "the CPU this one starts on; see pin_to_this_cpu)")
+    options = parser.parse_args()
+    pinned = None if options.no_pin else pin_to_this_cpu()
+    print(f"pinned to CPU {pinned}, with the floor program" if pinned is not None else "not pinned to a CPU")
+
     import cupy
     import numpy as np
 
@@ -362,7 +391,8 @@ def main() -> None:
         print(f"{compiled} / C floor, round by round: {timed.spread(compiled)}")
     print(f"device: {cupy.cuda.runtime.getDeviceProperties(0)['name'].decode()}, N={N}, median of {ROUNDS} "
           f"rounds after {WARM_ROUNDS} not kept, the rows' rounds interleaved; vs C floor: the median of each "
-          f"round's ratio to the mean of the floor's rounds just before and after it")
+          f"round's ratio to the mean of the floor's rounds just before and after it; "
+          + (f"this process and the floor program on CPU {pinned}" if pinned is not None else "not pinned"))
 
 
 if __name__ == "__main__":
