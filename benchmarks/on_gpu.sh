@@ -5,7 +5,7 @@
 #   STEPS="roofline launch" benchmarks/on_gpu.sh
 #
 # STEPS (default "tests roofline launch torch program"): any of tests, python_tests (the GPU tests again with
-# LAYOUTGEN_PYTHON_LAUNCH=1: launchers on the Python path), roofline, launch, launch_parts, torch, program,
+# LAYOUTGEN_PYTHON_LAUNCH=1: launchers on the Python path), roofline, launch, launch_parts, launch_steps, torch, program,
 # copies, variants.
 #
 # Runs from the repository root with the tree on PYTHONPATH (the GPU machine installs nothing).

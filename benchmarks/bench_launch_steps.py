@@ -1,0 +1,111 @@
+"""What a compiled launch from Python adds to the C floor, one piece at a time.
+
+Run on a GPU machine from the repository root (a C compiler and Python's headers are needed, as for the
+compiled launch path itself):
+
+    PYTHONPATH=. python3 benchmarks/bench_launch_steps.py
+
+Builds benchmarks/launch/step_parts.c, a small extension whose functions each launch the benchmark's
+empty kernel once from a Python call, each adding one piece of what runtime/_fastlaunch.c does around
+cuLaunchKernel (the GIL released, the current device read, CuPy's current stream), and times them with a
+C loop in this process, a program's step and the validated launcher, against the C floor beside each
+round as bench_launch.py times its rows (the same floor program, the same interleaving, pinned to one
+CPU). So the table says what a launch from Python costs before layoutgen reads or checks anything, and
+what the compiled path costs beyond that. Prints a table; no assertion.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import shutil
+import subprocess
+import sys
+import sysconfig
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from bench_launch import (N, ROOT, ROUNDS, FloorProgram, Interleaved, build_floor, generated_module, one_round,
+                          pin_to_this_cpu)
+
+
+def build_step_parts(out: Path) -> Any:
+    """benchmarks/launch/step_parts.c built and imported; exits with the compiler's words where it fails."""
+    compiler = sysconfig.get_config_var("CC") or "cc"
+    compiler = compiler.split()[0] if shutil.which(compiler.split()[0]) else "gcc"
+    library = out / f"step_parts{sysconfig.get_config_var('EXT_SUFFIX')}"
+    built = subprocess.run([compiler, "-shared", "-fPIC", "-O2", f"-I{sysconfig.get_paths()['include']}",
+                            str(ROOT / "benchmarks/launch/step_parts.c"), "-o", str(library), "-ldl"],
+                           capture_output=True, text=True, check=False)
+    if built.returncode:
+        sys.exit(f"step_parts.c did not build:\n{built.stderr}")
+    spec = importlib.util.spec_from_file_location("step_parts", library)
+    assert spec is not None and spec.loader is not None  # a file just built
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def main() -> None:
+    cpu = pin_to_this_cpu()
+    import cupy
+
+    from layoutgen.runtime.fastpath import program_steps
+    from layoutgen.runtime.nvrtc import CompileRequest
+
+    B, K = 64, 32
+    arrays = [cupy.random.standard_normal(shape, dtype=cupy.float32)
+              for shape in ((B, K, 56), (40, 40), (40,), (B, K, 40), (B, K, 40))]
+    sync = cupy.cuda.runtime.deviceSynchronize
+    with tempfile.TemporaryDirectory(dir=ROOT) as tmp:
+        module = generated_module(Path(tmp))
+        empty = module._lg_kernel_empty
+        launcher = module.empty
+        launcher(*arrays)  # planned, and taught to the compiled path
+        source = (empty.folder / empty.spec.source).read_text(encoding="utf-8")
+        headers = ((empty.header, (empty.folder / empty.header).read_text(encoding="utf-8")),)
+        request = CompileRequest(source=source, name=f"{empty.folder.name}/{empty.spec.source}", headers=headers,
+                                 arch="sm_90")
+        empty.cache().get_or_compile(request)
+        cubin = empty.cache().paths(request.key())[0]
+        kernel = cupy.RawModule(path=str(cubin)).get_function("empty")
+        parts = build_step_parts(Path(tmp))
+        pointers = tuple(a.data.ptr for a in arrays)
+        parts.setup(int(kernel.kernel.ptr), (*pointers, B, K))
+
+        def c_loop() -> float:
+            start = time.perf_counter()
+            parts.c_loop(N)
+            sync()
+            return (time.perf_counter() - start) / N * 1e6
+
+        rows = [("a C loop of cuLaunchKernel, in this process", c_loop),
+                ("a Python call of a C function doing nothing", lambda: one_round(parts.nothing, sync)),
+                ("one launch a call, the GIL held", lambda: one_round(parts.bare, sync)),
+                ("+ the GIL released around it", lambda: one_round(parts.gil_released, sync)),
+                ("+ the current device read first", lambda: one_round(parts.device_read, sync)),
+                ("+ on CuPy's current stream", lambda: one_round(parts.current_stream, sync))]
+        plan = next(iter(empty._plans.values()))
+        steps = program_steps("empty", 5, [(plan.launch, plan.checked.blocks, plan.checked.block, (0, 1, 2, 3, 4),
+                                            plan.checked.symbols)])
+        if steps is not None:
+            rows.append(("layoutgen: a program's step (nothing checked)", lambda: one_round(steps.launch, sync,
+                                                                                            pointers, None)))
+        rows.append(("layoutgen: the launcher, 5 CuPy arrays validated", lambda: one_round(launcher, sync, *arrays)))
+        program = build_floor(Path(tmp))
+        if program is None:
+            sys.exit("no C floor: nvcc is needed")
+        with FloorProgram(program, cubin, "empty") as floor:
+            floor.round_us()
+            timed = Interleaved(rows, floor.round_us)
+    print(f"{'launch':<52} {'µs/call':>8}  vs C floor, round by round")
+    for name, _ in rows:
+        print(f"{name:<52} {timed.median_us(name):>8.2f}  {timed.spread(name)}")
+    print(f"{'C program: bare cuLaunchKernel loop (the floor)':<52} {timed.floor_us():>8.2f}")
+    print(f"device: {cupy.cuda.runtime.getDeviceProperties(0)['name'].decode()}, N={N}, median of {ROUNDS} rounds, "
+          f"interleaved with the floor's; " + (f"pinned to CPU {cpu}" if cpu is not None else "not pinned"))
+
+
+if __name__ == "__main__":
+    main()
