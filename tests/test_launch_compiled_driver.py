@@ -85,6 +85,7 @@ k(*fwd_args())
 FAKE.fake_set_context(0x1234, 0, 3)              # CUDA_ERROR_NOT_INITIALIZED
 k(*fwd_args())
 FAKE.fake_set_context(0x1234, 0, 0)
+FAKE.fake_set_launch(0, 7)  # the stand-in records seven values a launch
 FAKE.fake_set_launch(719, N_VALUES)              # the driver refuses it: the Python path launches again
 k(*fwd_args())
 report(c=launches(), python=python_launches, hits=k._fast.hits, handovers=k._fast.handovers,
@@ -158,3 +159,41 @@ def test_the_cpu_launch_benchmark_times_calls_that_all_launch_in_c() -> None:
     assert re.search(r"^5 CuPy arrays \(their fields\) +\d+\.\d{3}$", done.stdout, re.MULTILINE), done.stdout
     assert re.search(r"^C read of the first of 5 CuPy arrays \(their fields\): \d+ ns \(fields\)$", done.stdout,
                      re.MULTILINE), done.stdout
+
+
+def test_the_launch_step_benchmark_launches_what_it_says_each_piece_adds(tmp_path: Path) -> None:
+    """benchmarks/launch/step_parts.c (bench_launch_steps.py's pieces), built as the benchmark builds it and
+    run against the stand-in driver: each function launches the function it was given with its seven values,
+    the legacy stream but for the one on CuPy's current stream, and the device read refuses no context."""
+    got = run(tmp_path, r"""
+import sys
+from pathlib import Path
+sys.path.insert(0, "benchmarks")
+from bench_launch_steps import build_step_parts
+CURRENT = ctypes.CFUNCTYPE(ctypes.c_ssize_t)(lambda: 0x51)
+new_capsule = ctypes.pythonapi.PyCapsule_New
+new_capsule.restype, new_capsule.argtypes = ctypes.py_object, [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
+import cupy_backends.cuda.stream as backends_stream
+backends_stream.__pyx_capi__ = {"get_current_stream_ptr": new_capsule(ctypes.cast(CURRENT, ctypes.c_void_p).value,
+                                                                      b"intptr_t (void)", None)}
+parts = build_step_parts(Path(""" + repr(str(tmp_path)) + r"""))
+parts.setup(0xF00, (1, 2, 3, 4, 5, 64, 32))
+FAKE.fake_set_context(0x1234, 0, 0)
+FAKE.fake_set_launch(0, 7)  # the stand-in records seven values a launch
+for name in ("bare", "gil_released", "device_read", "current_stream"):
+    getattr(parts, name)()
+parts.c_loop(2)
+assert parts.nothing() is None
+FAKE.fake_set_context(None, 0, 0)
+try:
+    parts.device_read()
+    refused = False
+except RuntimeError:
+    refused = True
+report(launches=launches(), refused=refused)
+""")
+    assert [launch["stream"] for launch in got["launches"]] == [0, 0, 0, 0x51, 0, 0]
+    for launch in got["launches"]:
+        assert launch["function"] == 0xF00 and launch["grid"] == [16, 1, 1] and launch["block"] == [128, 1, 1]
+        assert launch["params"][:7] == [1, 2, 3, 4, 5, 64, 32]
+    assert got["refused"]
