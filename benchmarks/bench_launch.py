@@ -226,6 +226,19 @@ def cuda_core_launch(cubin: Path, arrays: tuple[Any, ...], sizes: tuple[int, int
     return (launch, stream, config, kernel, *args)
 
 
+def launchers_cubin(empty: Any) -> Path:
+    """The cubin that ``empty`` (the benchmark's KernelLauncher) loads for sm_90, compiled into its cache or
+    found there: what the raw CuPy row, cuda.core and the C floor's ``cubin`` way launch too."""
+    from layoutgen.runtime.nvrtc import CompileRequest
+
+    source = (empty.folder / empty.spec.source).read_text(encoding="utf-8")
+    headers = ((empty.header, (empty.folder / empty.header).read_text(encoding="utf-8")),)
+    request = CompileRequest(source=source, name=f"{empty.folder.name}/{empty.spec.source}", headers=headers,
+                             arch="sm_90")
+    empty.cache().get_or_compile(request)
+    return Path(empty.cache().paths(request.key())[0])
+
+
 def generated_module(out: Path):  # type: ignore[no-untyped-def]
     from layoutgen.cli import main
 
@@ -286,7 +299,6 @@ def main() -> None:
         from layoutgen.runtime.driver import LAUNCH_ENV, PackedLaunch
         from layoutgen.runtime import torch_cxx_reader
         from layoutgen.runtime.fastpath import extension, launch_path_text, program_steps
-        from layoutgen.runtime.nvrtc import CompileRequest
         from layoutgen.runtime.paths import PYTHON_LAUNCH_ENV
 
         launcher = module.empty
@@ -309,12 +321,8 @@ def main() -> None:
         print(f"default launch path: {type(empty.function(0, 'sm_90')).__name__}")
 
         # The raw CuPy call: a RawKernel of the same cubin, loaded the way CuPy users load one.
-        source = (empty.folder / empty.spec.source).read_text(encoding="utf-8")
-        headers = ((empty.header, (empty.folder / empty.header).read_text(encoding="utf-8")),)
-        request = CompileRequest(source=source, name=f"{empty.folder.name}/{empty.spec.source}", headers=headers,
-                                 arch="sm_90")
-        empty.cache().get_or_compile(request)
-        kernel = cupy.RawModule(path=str(empty.cache().paths(request.key())[0])).get_function("empty")
+        cubin = launchers_cubin(empty)
+        kernel = cupy.RawModule(path=str(cubin)).get_function("empty")
         grid, block = ((B * K + 127) // 128,), (128,)
         nb, nk = np.int64(B), np.int64(K)
         row("raw CuPy RawKernel call", kernel, grid, block, (x, w, b, gates, y, nb, nk))
@@ -326,14 +334,13 @@ def main() -> None:
             missing.append((f"cuda.bindings unavailable: {exc}", float("nan")))
         try:
             row("cuda.core launch (prepared config)",
-                *cuda_core_launch(empty.cache().paths(request.key())[0], (x, w, b, gates, y), (B, K), grid[0]))
+                *cuda_core_launch(cubin, (x, w, b, gates, y), (B, K), grid[0]))
         except Exception as exc:  # not installed, or an API this script does not know: reported in the table
             missing.append((f"cuda.core unavailable: {type(exc).__name__}: {exc}"[:60], float("nan")))
         program = build_floor(Path(tmp))
         floor: FloorProgram | None = None
         if program is not None:  # one process, serving the floor's rounds and its other ways' rows
-            floor = served = stack.enter_context(FloorProgram(program, empty.cache().paths(request.key())[0],
-                                                              "empty"))
+            floor = served = stack.enter_context(FloorProgram(program, cubin, "empty"))
             served.round_us()  # its warm-up
             for way, name in (("chevrons", "C program: <<<>>> loop"),
                               ("cubin", "C program: cuLaunchKernel of the launchers' cubin"),

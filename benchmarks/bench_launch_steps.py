@@ -26,8 +26,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench_launch import (N, ROOT, ROUNDS, FloorProgram, Interleaved, build_floor, generated_module, one_round,
-                          pin_to_this_cpu)
+from bench_launch import (N, ROOT, ROUNDS, FloorProgram, Interleaved, build_floor, generated_module,
+                          launchers_cubin, one_round, pin_to_this_cpu)
 
 
 def build_step_parts(out: Path) -> Any:
@@ -52,7 +52,6 @@ def main() -> None:
     import cupy
 
     from layoutgen.runtime.fastpath import program_steps
-    from layoutgen.runtime.nvrtc import CompileRequest
 
     B, K = 64, 32
     arrays = [cupy.random.standard_normal(shape, dtype=cupy.float32)
@@ -63,12 +62,7 @@ def main() -> None:
         empty = module._lg_kernel_empty
         launcher = module.empty
         launcher(*arrays)  # planned, and taught to the compiled path
-        source = (empty.folder / empty.spec.source).read_text(encoding="utf-8")
-        headers = ((empty.header, (empty.folder / empty.header).read_text(encoding="utf-8")),)
-        request = CompileRequest(source=source, name=f"{empty.folder.name}/{empty.spec.source}", headers=headers,
-                                 arch="sm_90")
-        empty.cache().get_or_compile(request)
-        cubin = empty.cache().paths(request.key())[0]
+        cubin = launchers_cubin(empty)
         kernel = cupy.RawModule(path=str(cubin)).get_function("empty")
         parts = build_step_parts(Path(tmp))
         pointers = tuple(a.data.ptr for a in arrays)
