@@ -16,7 +16,7 @@ three functions. ``read`` fills the DLTensor that torch's exchange API fills
 (from the accessors ``at::toDLPackNonOwning``, the function behind that API,
 calls, inline from torch's headers: on the H200's host a launch of five
 tensors read through toDLPackNonOwning itself cost 0.3 µs more than one of
-five CuPy arrays, inline about 0.1) and gives the neg bit and
+five CuPy arrays, inline 0 to 0.2 µs more) and gives the neg bit and
 ``requires_grad`` with it; ``bump`` does for one tensor what
 ``torch._C._increment_version`` does for each of its tensors;
 ``function_modes`` answers as ``torch._C._is_torch_function_mode_enabled``.
