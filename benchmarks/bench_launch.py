@@ -113,14 +113,15 @@ class Interleaved:
         self.floor_rounds: list[float] = []
         for r in range(WARM_ROUNDS + ROUNDS):
             kept = r >= WARM_ROUNDS
-            before = floor() if floor is not None else float("nan")
-            if kept:
+            before = floor() if floor is not None else None
+            if kept and before is not None:
                 self.floor_rounds.append(before)
             for name, round_us in rows:
                 us = round_us()
-                after = floor() if floor is not None else float("nan")
+                after = floor() if floor is not None else None
                 if kept:
                     self.rounds[name].append(us)
+                if kept and before is not None and after is not None:
                     self.ratios[name].append(2 * us / (before + after))
                     self.floor_rounds.append(after)
                 before = after
@@ -133,13 +134,13 @@ class Interleaved:
 
     def ratio(self, name: str) -> float:
         """The row's median ratio to the floor beside it (NaN without a floor)."""
-        ratios = [q for q in self.ratios.get(name, []) if q == q]
+        ratios = self.ratios.get(name)
         return statistics.median(ratios) if ratios else float("nan")
 
     def spread(self, name: str) -> str:
         """The row's ratio to the floor: median and range over the rounds, so that one run says how far its
         ratio can be trusted."""
-        ratios = sorted(q for q in self.ratios.get(name, []) if q == q)
+        ratios = sorted(self.ratios.get(name, []))
         if not ratios:
             return "no rounds"
         return f"{statistics.median(ratios):.2f}× (rounds {ratios[0]:.2f}× to {ratios[-1]:.2f}×)"
@@ -385,7 +386,7 @@ def main() -> None:
     table = [(name, timed.median_us(name), timed.ratio(name)) for name, _ in rows]
     if floor is not None:
         table.append((FLOOR_ROW, timed.floor_us(), 1.0))
-    table += [(name, us, us) for name, us in missing]
+    table += [(name, us, float("nan")) for name, us in missing]  # what could not be timed: no ratio either
     base = next(us for name, us, _ in table if name == "raw CuPy RawKernel call")
     print(f"{'path':<52} {'µs/call':>9} {'vs raw CuPy':>12} {'vs C floor':>11}")
     for name, us, ratio in table:

@@ -85,7 +85,6 @@ k(*fwd_args())
 FAKE.fake_set_context(0x1234, 0, 3)              # CUDA_ERROR_NOT_INITIALIZED
 k(*fwd_args())
 FAKE.fake_set_context(0x1234, 0, 0)
-FAKE.fake_set_launch(0, 7)  # the stand-in records seven values a launch
 FAKE.fake_set_launch(719, N_VALUES)              # the driver refuses it: the Python path launches again
 k(*fwd_args())
 report(c=launches(), python=python_launches, hits=k._fast.hits, handovers=k._fast.handovers,

@@ -360,9 +360,9 @@ typedef struct {
     PyObject *f[5];     /* CuPy attrs: shape, strides, dtype, device_id; torch: + device, is_neg; reader: signature */
 } Read;
 
-/* A Read as nothing read yet: what release_read and the checks look at before a read sets it. Not a memset of
- * the whole struct: its shape and strides (128 bytes) are written by the read up to ndim and read no further,
- * and zeroing five Reads was the largest single cost of a launch on the CPU stand-in. */
+/* A Read as nothing read yet: what release_read and the checks look at before a read sets it. Its shape and
+ * strides (128 bytes) are left as they are: a read writes them up to ndim and nothing reads further, so
+ * zeroing them on every launch (a memset of each Read) was work for nothing. */
 static void clear_read(Read *r) {
     r->mode = 0;
     r->type = NULL;

@@ -59,12 +59,12 @@ constexpr std::uint64_t kAsked = std::uint64_t{1} << 63;
 
 DLDataType dl_dtype(const at::Tensor &t) {
     const auto slot = static_cast<int>(t.scalar_type());
-    std::uint32_t code = slot >= 0 && slot < static_cast<int>(c10::ScalarType::NumOptions)
-                             ? dtype_codes[slot].load(std::memory_order_relaxed) : 0;
+    const bool kept = slot >= 0 && slot < static_cast<int>(c10::ScalarType::NumOptions);
+    std::uint32_t code = kept ? dtype_codes[slot].load(std::memory_order_relaxed) : 0;
     if (code == 0) {
         const DLDataType asked = at::getDLDataType(t);  // throws for what DLPack has no code for
         code = asked.code | std::uint32_t{asked.bits} << 8 | std::uint32_t{asked.lanes} << 16;
-        if (slot >= 0 && slot < static_cast<int>(c10::ScalarType::NumOptions) && asked.lanes == 1)
+        if (kept && asked.lanes == 1)
             dtype_codes[slot].store(code, std::memory_order_relaxed);
     }
     return DLDataType{static_cast<std::uint8_t>(code & 0xff), static_cast<std::uint8_t>(code >> 8 & 0xff),

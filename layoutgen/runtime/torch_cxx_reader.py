@@ -140,11 +140,10 @@ def _disagreement(module: Any, torch: Any, address: int) -> str:
             with_reader = module.read(t)
             module.use_torch_reader(None, False)
             through_torch = module.read(t)
-            # the same read, and requires_grad (which the exchange API does not read) as the tensor says
-            if (with_reader is None) != (through_torch is None) or (
-                    with_reader is not None and (with_reader[:6] != through_torch[:6]
-                                                 or with_reader[6] is not t.requires_grad)):
-                return f"{name}: {with_reader} against {through_torch}"
+            # the exchange API's read, with requires_grad (which that API does not read) as the tensor says
+            wanted = None if through_torch is None else (*through_torch[:6], t.requires_grad)
+            if with_reader != wanted:
+                return f"{name}: {with_reader} against {wanted}"
     finally:
         module.use_torch_reader(None, False)
     return ""
