@@ -7,10 +7,11 @@ compiled launch path itself):
 
 Builds benchmarks/launch/step_parts.c, a small extension whose functions each launch the benchmark's
 empty kernel once from a Python call, each adding one piece of what runtime/_fastlaunch.c does around
-cuLaunchKernel (the GIL released, the current device read, CuPy's current stream), and times them with a
-C loop in this process, a program's step and the validated launcher, against the C floor beside each
-round as bench_launch.py times its rows (the same floor program, the same interleaving, pinned to one
-CPU). So the table says what a launch from Python costs before layoutgen reads or checks anything, and
+cuLaunchKernel (the GIL released, the current device read, CuPy's current stream read as CuPy's own launches
+read it and as the compiled path reads it, torch's current stream as the compiled path reads it for torch
+tensors), and times them with a C loop in this process, a program's step and the validated launcher (on CuPy
+arrays and on torch tensors), against the C floor beside each round as bench_launch.py times its rows (the
+same floor program, the same interleaving, pinned to one CPU). So the table says what a launch from Python costs before layoutgen reads or checks anything, and
 what the compiled path costs beyond that. Prints a table; no assertion.
 """
 
@@ -47,6 +48,15 @@ def build_step_parts(out: Path) -> Any:
     return module
 
 
+def torch_or_none() -> Any:
+    """torch where it is installed and sees the GPU, else None (its rows are left out)."""
+    try:
+        import torch
+    except ImportError:
+        return None
+    return torch if torch.cuda.is_available() else None
+
+
 def main() -> None:
     cpu = pin_to_this_cpu()
     import cupy
@@ -66,7 +76,9 @@ def main() -> None:
         kernel = cupy.RawModule(path=str(cubin)).get_function("empty")
         parts = build_step_parts(Path(tmp))
         pointers = tuple(a.data.ptr for a in arrays)
-        parts.setup(int(kernel.kernel.ptr), (*pointers, B, K))
+        torch = torch_or_none()
+        exchange = getattr(torch.Tensor, "__dlpack_c_exchange_api__", None) if torch is not None else None
+        parts.setup(int(kernel.kernel.ptr), (*pointers, B, K), exchange)
 
         def c_loop() -> float:
             start = time.perf_counter()
@@ -79,7 +91,10 @@ def main() -> None:
                 ("one launch a call, the GIL held", lambda: one_round(parts.bare, sync)),
                 ("+ the GIL released around it", lambda: one_round(parts.gil_released, sync)),
                 ("+ the current device read first", lambda: one_round(parts.device_read, sync)),
-                ("+ on CuPy's current stream", lambda: one_round(parts.current_stream, sync))]
+                ("+ on CuPy's current stream", lambda: one_round(parts.current_stream, sync)),
+                ("+ on CuPy's stream of the device read", lambda: one_round(parts.device_stream, sync))]
+        if exchange is not None:
+            rows.append(("+ on torch's current stream (exchange API)", lambda: one_round(parts.torch_stream, sync)))
         plan = next(iter(empty._plans.values()))
         steps = program_steps("empty", 5, [(plan.launch, plan.checked.blocks, plan.checked.block, (0, 1, 2, 3, 4),
                                             plan.checked.symbols)])
@@ -87,6 +102,11 @@ def main() -> None:
             rows.append(("layoutgen: a program's step (nothing checked)", lambda: one_round(steps.launch, sync,
                                                                                             pointers, None)))
         rows.append(("layoutgen: the launcher, 5 CuPy arrays validated", lambda: one_round(launcher, sync, *arrays)))
+        if torch is not None:
+            tensors = [torch.empty(a.shape, device="cuda") for a in arrays]  # as bench_launch.py's torch rows
+            launcher(*tensors)
+            rows.append(("layoutgen: the launcher, 5 torch tensors validated",
+                         lambda: one_round(launcher, sync, *tensors)))
         program = build_floor(Path(tmp))
         if program is None:
             sys.exit("no C floor: nvcc is needed")

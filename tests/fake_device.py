@@ -1,5 +1,7 @@
 """A device 0 for tests that launch nothing: the facts the launcher asks the driver, given.
 
+torch's current stream on device 0 is the handle ``TORCH_STREAM`` (device d's, 0x50 + d).
+
 An sm_90 with 132 SMs and 227 KiB of shared memory a block, on which a kernel's static shared memory
 is 0, 8 blocks of any kernel are resident, and raising a kernel's dynamic shared-memory limit is
 recorded. :class:`Recorded` stands in for a loaded kernel: it has a CUfunction handle and records
@@ -13,10 +15,11 @@ from typing import Any
 
 import pytest
 
-from layoutgen.runtime import occupancy
+from layoutgen.runtime import driver, occupancy
 
 FUNCTION = 0xF00D  # the CUfunction the recorded launches pretend to have
 SMS = 132
+TORCH_STREAM = 0x5  # the handle of torch's current stream on device 0
 RESIDENT = 8
 
 
@@ -39,6 +42,7 @@ def fake_device(monkeypatch: pytest.MonkeyPatch) -> list[tuple[int, int, int]]:
     monkeypatch.setattr(occupancy, "_DEVICES", {0: occupancy.DeviceLimits(227 * 1024, SMS)})
     monkeypatch.setattr(occupancy, "_STATIC", {(0, FUNCTION): 0})
     monkeypatch.setattr(occupancy, "_ALLOWED", {})
+    monkeypatch.setattr(driver, "_TORCH_RAW_STREAM", lambda device: TORCH_STREAM if device == 0 else 0x50 + device)
     monkeypatch.setattr(occupancy, "_RESIDENT", {})
     attribute = {"max": occupancy.DEFAULT_DYNAMIC_SHARED}
     monkeypatch.setattr(cupy.cuda.driver, "funcGetAttribute", lambda attr, fn: attribute["max"])

@@ -27,10 +27,11 @@ from hypothesis import strategies as st
 
 from tests.launch_paths import (  # noqa: F401  (launch_path: the fixture)
     COMPILED, HANDLES, current_device, launch_path, replay, take_path)
+from tests.fake_device import TORCH_STREAM
 from tests.test_launch_paths import EXT, device, hooked, launcher, outcome  # noqa: F401  (fixtures)
 from tests.test_launch_validation import BASE, FWD, B, K, ProtocolStream
 
-from layoutgen.runtime import launch, torch_cxx_reader
+from layoutgen.runtime import driver, launch, torch_cxx_reader
 from layoutgen.runtime.fastpath import use_torch
 from layoutgen.runtime.launch import KernelLauncher, KernelSpec, LaunchError, LayoutSpec, ParamSpec, ScalarSpec
 from layoutgen.runtime.paths import PYTHON_LAUNCH_ENV
@@ -375,6 +376,60 @@ def test_torch_tensors_take_the_compiled_path_through_dlpack_and_their_versions_
     assert results["python"][0] == [0, 0, 0, 3, 3] and results["compiled"][0] == results["python"][0]
     assert len(results["compiled"][1]) == 3 and results["compiled"][2]._fast.hits == 2
     assert EXT.kinds()[torch.Tensor] == "dlpack" and EXT.kinds()[torch.nn.Parameter] == "dlpack"
+
+
+def launched_streams(monkeypatch: pytest.MonkeyPatch, run: Callable[[KernelLauncher], Any]) -> dict[str, Any]:
+    """``run`` on a fresh launcher of FWD on each path: what it returned (or its LaunchError's code and message),
+    the CUstream each launch was made on (None: the current CuPy stream, read at the launch), the launcher."""
+    results = {}
+    for path in ("python", "compiled"):
+        take_path(monkeypatch, path)
+        launched: list[tuple[Any, ...]] = []
+        k = launcher(FWD.spec, launched)
+        got = outcome(lambda: run(k))
+        streams = [None if stream is None else driver.stream_handle(stream) for *_, stream in launched]
+        results[path] = (got, streams, k)
+    return results
+
+
+def test_torch_tensors_given_no_stream_launch_on_torchs_current_stream(
+        device: dict[str, int], hooked: None, monkeypatch: pytest.MonkeyPatch, cpu_is_cuda: Any) -> None:
+    """As DLPack's exchange API asks of a library launching on a framework's tensors: torch's current stream
+    (the stand-in device's is TORCH_STREAM), not CuPy's; a stream given is the stream given."""
+    torch = cpu_is_cuda
+    tensors = fwd_torch(torch)
+
+    def run(k: KernelLauncher) -> None:
+        for _ in range(3):
+            k(*tensors)
+        k(*tensors, stream=ProtocolStream(0x77))
+
+    results = launched_streams(monkeypatch, run)
+    assert results["python"][:2] == (None, [TORCH_STREAM] * 3 + [0x77])
+    assert results["compiled"][:2] == results["python"][:2]
+    assert results["compiled"][2]._fast.hits == 3 and HANDLES == [TORCH_STREAM, TORCH_STREAM, 0x77]
+
+
+@pytest.mark.parametrize("cupy_current", [0x51, TORCH_STREAM])
+def test_torch_tensors_with_other_arrays_and_no_stream_need_the_two_current_streams_to_be_one(
+        device: dict[str, int], hooked: None, monkeypatch: pytest.MonkeyPatch, cpu_is_cuda: Any,
+        cupy_current: int) -> None:
+    """Torch tensors in, CuPy arrays out, no stream: launched where torch's and CuPy's current streams are one
+    stream, else LG616 on both paths (either stream would race with the other library's work)."""
+    torch = cpu_is_cuda
+    monkeypatch.setattr(driver, "_CURRENT_STREAM", lambda: SimpleNamespace(ptr=cupy_current))
+    arrays = fwd_torch(torch, gates=cupy_array((B, K, 40), ptr=ADDRESS["gates"]),
+                       y=cupy_array((B, K, 40), ptr=ADDRESS["y"]))
+    results = launched_streams(monkeypatch, lambda k: k(*arrays))
+    assert results["compiled"][:2] == results["python"][:2]
+    if cupy_current == TORCH_STREAM:
+        assert results["python"][:2] == (None, [None])
+    else:
+        assert results["python"][:2] == (("LG616", (
+            "error[LG616]: `variable_selection_fwd`: `stream` is None, but the arrays come from torch and from "
+            "another library, whose current streams differ: torch's is 0x5, CuPy's 0x51\n  hint: pass the stream to "
+            "launch on (`stream=torch.cuda.current_stream()`, or the CuPy stream): a launch on either may race "
+            "with the other library's work")), [])
 
 
 TORCH_REFUSALS: list[tuple[str, str, Callable[[Any, tuple[Any, ...]], dict[str, Any]]]] = [

@@ -44,12 +44,15 @@ EXT = fastpath.extension()[0]
 assert EXT.get_hook() is None
 
 STREAM = {"c": 0x51, "python": 0x51}
-CURRENT = ctypes.CFUNCTYPE(ctypes.c_ssize_t)(lambda: STREAM["c"])
+ASKED = []  # the devices CuPy's C functions were asked the current stream of (-1: the current one)
+CURRENT = ctypes.CFUNCTYPE(ctypes.c_ssize_t)(lambda: ASKED.append(-1) or STREAM["c"])
+OF_DEVICE = ctypes.CFUNCTYPE(ctypes.c_ssize_t, ctypes.c_int)(lambda device: ASKED.append(device) or STREAM["c"])
 new_capsule = ctypes.pythonapi.PyCapsule_New
 new_capsule.restype, new_capsule.argtypes = ctypes.py_object, [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
+def address(fn): return ctypes.cast(fn, ctypes.c_void_p).value
 import cupy_backends.cuda.stream as backends_stream
-backends_stream.__pyx_capi__ = {"get_current_stream_ptr": new_capsule(ctypes.cast(CURRENT, ctypes.c_void_p).value,
-                                                                      b"intptr_t (void)", None)}
+backends_stream.__pyx_capi__ = {"get_current_stream_ptr": new_capsule(address(CURRENT), b"intptr_t (void)", None),
+                                "get_stream_ptr": new_capsule(address(OF_DEVICE), b"intptr_t (int)", None)}
 patch.setattr(driver, "_CURRENT_STREAM", lambda: SimpleNamespace(ptr=STREAM["python"]))
 
 N_VALUES = len(FWD.spec.params) + len(FWD.spec.symbols)
@@ -88,11 +91,12 @@ FAKE.fake_set_context(0x1234, 0, 0)
 FAKE.fake_set_launch(719, N_VALUES)              # the driver refuses it: the Python path launches again
 k(*fwd_args())
 report(c=launches(), python=python_launches, hits=k._fast.hits, handovers=k._fast.handovers,
-       driver=EXT.driver(), stream=EXT.current_stream())
+       driver=EXT.driver(), stream=EXT.current_stream(), asked=ASKED)
 """)
     assert got["driver"] == "libcuda loaded" and got["stream"] == "cupy_backends.cuda.stream.get_current_stream_ptr"
     c, python = got["c"], got["python"]
     assert [launch["stream"] for launch in c] == [0x51, 0, 0x5678, 0x51]
+    assert got["asked"] == [0, 0, 0]  # of the device the launch read (no second cudaGetDevice), where None
     assert [launch["stream"] for launch in python] == [0x51] * 5  # planned; 3 handed over; refused
     assert got["hits"] == 3 and got["handovers"] == 5
     first = python[0]
@@ -100,6 +104,37 @@ report(c=launches(), python=python_launches, hits=k._fast.hits, handovers=k._fas
         assert launch["params"] == first["params"] and launch["function"] == first["function"]
         assert (launch["grid"], launch["block"], launch["shared"]) == (first["grid"], first["block"], first["shared"])
         assert launch["per_thread"] == 0 and launch["host_function_ran"] == -1
+
+
+def test_torch_tensors_given_no_stream_launch_on_torchs_current_work_stream(tmp_path: Path) -> None:
+    """Through torch's DLPack exchange API (its current_work_stream, here a stand-in answering 0x7000 + the
+    device), as DLPack asks of a library launching on a framework's tensors: on torch's current stream of
+    the current device, on both paths, not on CuPy's (0x51)."""
+    got = run(tmp_path, LAUNCHER + r"""
+import torch
+from layoutgen.runtime.fastpath import use_torch
+patch.setattr(torch.Tensor, "is_cuda", property(lambda self: True))  # CPU tensors taken for device 0's
+patch.setattr(driver, "_TORCH_RAW_STREAM", lambda device: 0x7000 + device)  # the Python path's read of it
+get_pointer = ctypes.pythonapi.PyCapsule_GetPointer
+get_pointer.restype, get_pointer.argtypes = ctypes.c_void_p, [ctypes.py_object, ctypes.c_char_p]
+real = (ctypes.c_void_p * 7).from_address(get_pointer(torch.Tensor.__dlpack_c_exchange_api__, b"dlpack_exchange_api"))
+WORKED = []  # what the stand-in was asked: (device type, device)
+WORK = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.POINTER(ctypes.c_void_p))(
+    lambda kind, device, out: WORKED.append((kind, device)) or out.__setitem__(0, 0x7000 + device) or 0)
+table = (ctypes.c_void_p * 7)(*real[:6], address(WORK))  # torch's table, its current_work_stream the stand-in
+patch.setattr(torch.Tensor, "__dlpack_c_exchange_api__", new_capsule(ctypes.addressof(table),
+                                                                     b"dlpack_exchange_api", None))
+use_torch()
+tensors = [torch.randn(*a.__cuda_array_interface__["shape"]) for a in fwd_args()]
+k(*tensors)                                      # planned by the Python path, taught to the compiled one
+k(*tensors)
+k(*tensors)
+report(c=launches(), python=python_launches, hits=k._fast.hits, asked=ASKED, worked=WORKED)
+""")
+    assert [launch["stream"] for launch in got["python"]] == [0x7000]
+    assert [launch["stream"] for launch in got["c"]] == [0x7000, 0x7000]
+    assert got["worked"] == [[2, 0], [2, 0]]  # kDLCUDA, device 0: the compiled path asked torch's table
+    assert got["hits"] == 2 and got["asked"] == []  # CuPy's current stream is never read
 
 
 def test_the_driver_entry_points_are_those_cuda_bindings_resolves(tmp_path: Path) -> None:
@@ -163,23 +198,32 @@ def test_the_cpu_launch_benchmark_times_calls_that_all_launch_in_c() -> None:
 def test_the_launch_step_benchmark_launches_what_it_says_each_piece_adds(tmp_path: Path) -> None:
     """benchmarks/launch/step_parts.c (bench_launch_steps.py's pieces), built as the benchmark builds it and
     run against the stand-in driver: each function launches the function it was given with its seven values,
-    the legacy stream but for the one on CuPy's current stream, and the device read refuses no context."""
+    on the legacy stream but for those on CuPy's current stream, CuPy's stream of the device read and torch's
+    current stream (of the device, through the exchange API); and the device read refuses no context."""
     got = run(tmp_path, r"""
 import sys
 from pathlib import Path
 sys.path.insert(0, "benchmarks")
 from bench_launch_steps import build_step_parts
 CURRENT = ctypes.CFUNCTYPE(ctypes.c_ssize_t)(lambda: 0x51)
+OF_DEVICE = ctypes.CFUNCTYPE(ctypes.c_ssize_t, ctypes.c_int)(lambda device: 0x60 + device)
+WORK_STREAM = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.POINTER(ctypes.c_void_p))(
+    lambda kind, device, out: out.__setitem__(0, 0x70 + device + 8 * kind) or 0)
 new_capsule = ctypes.pythonapi.PyCapsule_New
 new_capsule.restype, new_capsule.argtypes = ctypes.py_object, [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
+def address(fn): return ctypes.cast(fn, ctypes.c_void_p).value
 import cupy_backends.cuda.stream as backends_stream
-backends_stream.__pyx_capi__ = {"get_current_stream_ptr": new_capsule(ctypes.cast(CURRENT, ctypes.c_void_p).value,
-                                                                      b"intptr_t (void)", None)}
+backends_stream.__pyx_capi__ = {"get_current_stream_ptr": new_capsule(address(CURRENT), b"intptr_t (void)", None),
+                                "get_stream_ptr": new_capsule(address(OF_DEVICE), b"intptr_t (int)", None)}
+class Exchange(ctypes.Structure):  # dlpack.h 1.3's DLPackExchangeAPI: the last of its five calls is current_work_stream
+    _fields_ = [("major", ctypes.c_uint32), ("minor", ctypes.c_uint32), ("prev_api", ctypes.c_void_p),
+                ("calls", ctypes.c_void_p * 5)]
+EXCHANGE = Exchange(1, 3, None, (ctypes.c_void_p * 5)(0, 0, 0, 0, address(WORK_STREAM)))
 parts = build_step_parts(Path(""" + repr(str(tmp_path)) + r"""))
-parts.setup(0xF00, (1, 2, 3, 4, 5, 64, 32))
-FAKE.fake_set_context(0x1234, 0, 0)
+parts.setup(0xF00, (1, 2, 3, 4, 5, 64, 32), new_capsule(ctypes.addressof(EXCHANGE), b"dlpack_exchange_api", None))
+FAKE.fake_set_context(0x1234, 3, 0)  # device 3's context is current
 FAKE.fake_set_launch(0, 7)  # the stand-in records seven values a launch
-for name in ("bare", "gil_released", "device_read", "current_stream"):
+for name in ("bare", "gil_released", "device_read", "current_stream", "device_stream", "torch_stream"):
     getattr(parts, name)()
 parts.c_loop(2)
 assert parts.nothing() is None
@@ -191,7 +235,7 @@ except RuntimeError:
     refused = True
 report(launches=launches(), refused=refused)
 """)
-    assert [launch["stream"] for launch in got["launches"]] == [0, 0, 0, 0x51, 0, 0]
+    assert [launch["stream"] for launch in got["launches"]] == [0, 0, 0, 0x51, 0x63, 0x73 + 16, 0, 0]
     for launch in got["launches"]:
         assert launch["function"] == 0xF00 and launch["grid"] == [16, 1, 1] and launch["block"] == [128, 1, 1]
         assert launch["params"][:7] == [1, 2, 3, 4, 5, 64, 32]

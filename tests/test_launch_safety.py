@@ -200,7 +200,7 @@ def test_refused_exactly_when_a_written_arguments_bytes_meet_another(
 # item 7: streams -------------------------------------------------------------------------------------
 
 STREAM_MUST = ("`stream` must be a CuPy stream, a torch stream, an object with `__cuda_stream__`, or None (the "
-               "current CuPy stream)")
+               "current stream of the arrays' library)")
 STREAM_HINT = ("pass the stream object itself (`cupy.cuda.Stream()`, `torch.cuda.current_stream()`): a raw handle "
                "cannot be checked, and a wrong one crashes the process")
 

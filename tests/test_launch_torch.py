@@ -9,14 +9,20 @@ tensors are no device arrays, so :class:`OnDevice` (a tensor subclass whose
 
 from __future__ import annotations
 
+from types import SimpleNamespace
 from typing import Any, NamedTuple
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 torch = pytest.importorskip("torch")
 
 import generated.vsn as vsn  # noqa: E402
+from layoutgen.runtime import driver  # noqa: E402
 from layoutgen.runtime.launch import LaunchError  # noqa: E402
+from layoutgen.runtime.typed import Array  # noqa: E402
+from tests.test_launch_validation import ProtocolStream  # noqa: E402
 from tests.test_launch_safety import launched  # noqa: E402,F401  (the fixture: launches recorded, none made)
 
 B, K = 4, 8
@@ -176,3 +182,64 @@ def test_the_diagnostics_page_shows_what_the_launcher_says(launched: list[Any]) 
     with pytest.raises(LaunchError) as info:
         vsn.variable_selection_fwd(**args)
     assert shown == [f"layoutgen.runtime.errors.LaunchError: {info.value}\n"]
+
+
+# the stream a launch given none runs on ------------------------------------------------------------------------
+
+
+@settings(max_examples=60, deadline=None)
+@given(kinds=st.lists(st.sampled_from(["torch", "typed torch", "other"]), max_size=5),
+       torch_handle=st.sampled_from([0, 0x5, 0x7F00_1234]), cupy_handle=st.sampled_from([0, 0x5, 0x51]),
+       given_stream=st.booleans())
+def test_a_launch_given_no_stream_follows_its_arrays_library(kinds: list[str], torch_handle: int, cupy_handle: int,
+                                                              given_stream: bool) -> None:
+    """Any mix of arrays: a stream given is used as given; over no torch tensor, the current CuPy stream (None);
+    over torch tensors alone (typed Arrays of them too), torch's current stream of the launch's device; over
+    both, the one stream where the two libraries' current streams are one, else LG616 naming both."""
+    from tests.test_launch_validation import Dev
+
+    arrays = [on_device(2) if kind == "torch" else Array(on_device(2)) if kind == "typed torch" else Dev((2,))
+              for kind in kinds]
+    n_torch = sum(kind != "other" for kind in kinds)
+    asked: list[int] = []
+    stream = ProtocolStream(0x99) if given_stream else None
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(driver, "_TORCH_RAW_STREAM", lambda device: asked.append(device) or torch_handle)
+        patch.setattr(driver, "_CURRENT_STREAM", lambda: SimpleNamespace(ptr=cupy_handle))
+        assert driver.count_torch(arrays) == n_torch
+        try:
+            got = driver.launch_stream(stream, arrays, n_torch, "k", 3)
+        except LaunchError as error:
+            got = error
+    if given_stream or not n_torch:
+        assert got is stream and asked == []
+    elif n_torch == len(arrays):
+        assert isinstance(got, driver.TorchCurrentStream) and driver.stream_handle(got) == torch_handle
+        assert asked == [3]
+    elif torch_handle == cupy_handle:
+        assert got is None
+    else:
+        assert isinstance(got, LaunchError) and got.code == "LG616"
+        assert (f"whose current streams differ: torch's is 0x{torch_handle:x}, CuPy's 0x{cupy_handle:x}"
+                in str(got))
+
+
+def test_launchers_programs_and_replays_over_torch_tensors_given_no_stream_go_on_torchs_stream(
+        launched: list[Any], monkeypatch: pytest.MonkeyPatch) -> None:
+    """A launcher, a program's seven launches and a graph's replay, each over torch tensors and given no
+    stream: each on torch's current stream (the stand-in device's TORCH_STREAM), as the launch tests check the
+    launcher's choice on both paths."""
+    from layoutgen.runtime import program
+    from layoutgen.runtime.launch import KernelLauncher
+    from tests.fake_device import TORCH_STREAM, Recorded
+    from tests.test_program_runner import LR, SHAPES
+
+    streams: list[Any] = []
+    monkeypatch.setattr(KernelLauncher, "function", lambda self, device, arch: Recorded(
+        lambda blocks, block, values, stream: streams.append(stream)))
+    vsn.variable_selection_fwd(**fwd_args())
+    vsn.vsn_step(**{name: on_device(*shape) for name, shape in SHAPES.items()}, lr=LR)
+    monkeypatch.setattr(program, "cupy_stream", lambda stream, kernel: stream)  # the stream the graph launches on
+    graph = program.ProgramGraph("p", SimpleNamespace(launch=streams.append), tuple(fwd_args().values()), 1)
+    graph.replay()
+    assert [driver.stream_handle(s) for s in streams] == [TORCH_STREAM] * 9

@@ -8,6 +8,11 @@
  *   gil_released     the same with the GIL released around it (as the compiled path does)
  *   device_read      and the current context's device read first (cuCtxGetCurrent, cuCtxGetDevice)
  *   current_stream   and the launch on CuPy's current stream (cupy_backends' get_current_stream_ptr)
+ *   device_stream    the same, read for the device read (get_stream_ptr(device): no cudaGetDevice), as the
+ *                    compiled path reads it
+ *   torch_stream     device_read, on torch's current stream (DLPack's exchange API: current_work_stream), as
+ *                    the compiled path reads it for torch tensors; setup's third argument is torch.Tensor's
+ *                    exchange API capsule, or None (then torch_stream is refused)
  * and c_loop(n) launches n times from C: the floor without Python, in this process; nothing() does nothing
  * (a Python call of a C function alone). libcuda is opened with dlopen, as _fastlaunch.c opens it. */
 #define PY_SSIZE_T_CLEAN
@@ -20,19 +25,23 @@ typedef int (*LaunchFn)(void *, unsigned, unsigned, unsigned, unsigned, unsigned
 typedef int (*ContextFn)(void **);
 typedef int (*DeviceFn)(int *);
 typedef intptr_t (*StreamFn)(void);
+typedef intptr_t (*DeviceStreamFn)(int);
+typedef int (*WorkStreamFn)(int, int, void **);
 
 static LaunchFn launch_kernel;
 static ContextFn ctx_get_current;
 static DeviceFn ctx_get_device;
 static StreamFn current_stream;
+static DeviceStreamFn device_stream;
+static WorkStreamFn work_stream;
 static void *function;
 static uint64_t values[7];
 static void *params[7];
 
 static PyObject *setup(PyObject *module, PyObject *args) {
     unsigned long long handle;
-    PyObject *given;
-    if (!PyArg_ParseTuple(args, "KO!", &handle, &PyTuple_Type, &given))
+    PyObject *given, *exchange = Py_None;
+    if (!PyArg_ParseTuple(args, "KO!|O", &handle, &PyTuple_Type, &given, &exchange))
         return NULL;
     if (PyTuple_GET_SIZE(given) != 7)
         return PyErr_Format(PyExc_ValueError, "7 launch values, got %zd", PyTuple_GET_SIZE(given));
@@ -52,11 +61,20 @@ static PyObject *setup(PyObject *module, PyObject *args) {
     PyObject *api = stream ? PyObject_GetAttrString(stream, "__pyx_capi__") : NULL;
     PyObject *capsule = api ? PyDict_GetItemString(api, "get_current_stream_ptr") : NULL;  /* borrowed */
     current_stream = capsule ? (StreamFn)PyCapsule_GetPointer(capsule, "intptr_t (void)") : NULL;
+    capsule = api ? PyDict_GetItemString(api, "get_stream_ptr") : NULL;
+    device_stream = capsule ? (DeviceStreamFn)PyCapsule_GetPointer(capsule, "intptr_t (int)") : NULL;
+    /* dlpack.h 1.3's DLPackExchangeAPI: a header of 16 bytes, then five function pointers, the last one
+     * current_work_stream */
+    void **table = exchange != Py_None ? PyCapsule_GetPointer(exchange, "dlpack_exchange_api") : NULL;
+    const uint32_t *version = (const uint32_t *)table;
+    work_stream = table != NULL && version[0] == 1 && version[1] >= 3 ? (WorkStreamFn)table[2 + 4] : NULL;
     Py_XDECREF(api);
     Py_XDECREF(stream);
-    if (launch_kernel == NULL || ctx_get_current == NULL || ctx_get_device == NULL || current_stream == NULL) {
+    if (launch_kernel == NULL || ctx_get_current == NULL || ctx_get_device == NULL || current_stream == NULL
+        || device_stream == NULL || (exchange != Py_None && work_stream == NULL)) {
         PyErr_Clear();
-        return PyErr_Format(PyExc_RuntimeError, "libcuda's calls or CuPy's get_current_stream_ptr not found");
+        return PyErr_Format(PyExc_RuntimeError, "libcuda's calls, CuPy's stream functions or torch's "
+                                                "current_work_stream not found");
     }
     function = (void *)(uintptr_t)handle;
     Py_RETURN_NONE;
@@ -78,10 +96,9 @@ static int launch_released(void *stream) {
     return status;
 }
 
-static int device_read(void) {
+static int device_read(int *device) {
     void *context = NULL;
-    int device = -1;
-    return ctx_get_current(&context) != 0 || context == NULL || ctx_get_device(&device) != 0;
+    return ctx_get_current(&context) != 0 || context == NULL || ctx_get_device(device) != 0;
 }
 
 static PyObject *bare(PyObject *module, PyObject *unused) { return result(launch_held(NULL)); }
@@ -89,11 +106,27 @@ static PyObject *bare(PyObject *module, PyObject *unused) { return result(launch
 static PyObject *gil_released(PyObject *module, PyObject *unused) { return result(launch_released(NULL)); }
 
 static PyObject *with_device_read(PyObject *module, PyObject *unused) {
-    return result(device_read() ? 1 : launch_released(NULL));
+    int device = -1;
+    return result(device_read(&device) ? 1 : launch_released(NULL));
 }
 
 static PyObject *on_current_stream(PyObject *module, PyObject *unused) {
-    return result(device_read() ? 1 : launch_released((void *)current_stream()));
+    int device = -1;
+    return result(device_read(&device) ? 1 : launch_released((void *)current_stream()));
+}
+
+static PyObject *on_device_stream(PyObject *module, PyObject *unused) {
+    int device = -1;
+    return result(device_read(&device) ? 1 : launch_released((void *)device_stream(device)));
+}
+
+static PyObject *on_torch_stream(PyObject *module, PyObject *unused) {
+    int device = -1;
+    void *stream = NULL;
+    if (work_stream == NULL)
+        return PyErr_Format(PyExc_RuntimeError, "setup was given no exchange API");
+    return result(device_read(&device) || work_stream(2 /* kDLCUDA */, device, &stream) ? 1
+                                                                                      : launch_released(stream));
 }
 
 static PyObject *c_loop(PyObject *module, PyObject *count) {
@@ -109,11 +142,14 @@ static PyObject *c_loop(PyObject *module, PyObject *count) {
 static PyObject *nothing(PyObject *module, PyObject *unused) { Py_RETURN_NONE; }
 
 static PyMethodDef methods[] = {
-    {"setup", setup, METH_VARARGS, "setup(function, values): the CUfunction and its 7 launch values"},
+    {"setup", setup, METH_VARARGS, "setup(function, values, exchange=None): the CUfunction and its 7 launch "
+                                   "values, torch.Tensor's DLPack exchange API capsule"},
     {"bare", bare, METH_NOARGS, "one launch, the GIL held"},
     {"gil_released", gil_released, METH_NOARGS, "one launch, the GIL released around it"},
     {"device_read", with_device_read, METH_NOARGS, "the current device read, then gil_released"},
     {"current_stream", on_current_stream, METH_NOARGS, "device_read, on CuPy's current stream"},
+    {"device_stream", on_device_stream, METH_NOARGS, "device_read, on CuPy's current stream of that device"},
+    {"torch_stream", on_torch_stream, METH_NOARGS, "device_read, on torch's current stream of that device"},
     {"c_loop", c_loop, METH_O, "c_loop(n): n launches from C, the GIL held"},
     {"nothing", nothing, METH_NOARGS, "nothing: a call's own cost"},
     {NULL, NULL, 0, NULL},

@@ -213,9 +213,14 @@ typedef struct {
 } CupyPointer;
 
 /* CuPy's current stream: cupy_backends.cuda.stream.get_current_stream_ptr, the C function that
- * cupy.cuda.stream's (and CuPy's own launches) call, taken from the module's Cython C API. */
+ * cupy.cuda.stream's (and CuPy's own launches) call, taken from the module's Cython C API; and
+ * get_stream_ptr(device), the same of a device named, which a launch that has read the current device calls
+ * (get_current_stream_ptr asks the CUDA runtime for that device again: cudaGetDevice, a call into another
+ * library on every launch). */
 typedef intptr_t (*CurrentStreamFn)(void);
+typedef intptr_t (*DeviceStreamFn)(int);
 static CurrentStreamFn current_stream = NULL;
+static DeviceStreamFn device_stream = NULL;
 static int current_stream_tried = 0;
 
 /* Found once; an exception that stays set (an interrupted import) leaves it to be looked for again. */
@@ -228,6 +233,12 @@ static void load_current_stream(void) {
         const char *signature = PyCapsule_GetName(capsule);
         if (signature != NULL && strcmp(signature, "intptr_t (void)") == 0)  /* exactly the C type it is called as */
             current_stream = (CurrentStreamFn)PyCapsule_GetPointer(capsule, signature);
+    }
+    capsule = current_stream && PyDict_Check(api) ? PyDict_GetItemString(api, "get_stream_ptr") : NULL;
+    if (capsule != NULL && PyCapsule_CheckExact(capsule)) {
+        const char *signature = PyCapsule_GetName(capsule);
+        if (signature != NULL && strcmp(signature, "intptr_t (int)") == 0)
+            device_stream = (DeviceStreamFn)PyCapsule_GetPointer(capsule, signature);
     }
     Py_XDECREF(api);
     Py_XDECREF(module);
@@ -280,21 +291,31 @@ typedef struct {
 
 enum { kDLCPU = 1, kDLCUDA = 2, kDLROCM = 10 };
 
-/* The exchange API of a tensor type, or NULL (none, another major version, no DLTensor export). */
-static DLTensorFromPyObjectFn exchange_api(PyTypeObject *type) {
+/* DLPack's current work stream: the stream the framework runs its work on (torch.cuda.current_stream), on
+ * which a consumer of its tensors launches. 0, or -1 with an exception set. */
+typedef int (*CurrentWorkStreamFn)(int32_t device_type, int32_t device_id, void **out_stream);
+
+/* The exchange API table of a tensor type, or NULL (none, another major version). */
+static const DLPackExchangeAPI *exchange_table(PyTypeObject *type) {
     PyObject *capsule = PyObject_GetAttr((PyObject *)type, s_exchange);
-    DLTensorFromPyObjectFn fn = NULL;
+    const DLPackExchangeAPI *table = NULL;
     if (capsule != NULL && PyCapsule_IsValid(capsule, "dlpack_exchange_api")) {
         DLPackExchangeAPIHeader *h = PyCapsule_GetPointer(capsule, "dlpack_exchange_api");
         for (int hops = 0; h != NULL && hops < 16; h = h->prev_api, hops++)  /* the first table of 1.3 or later */
             if (h->version.major == 1 && h->version.minor >= 3) {
-                fn = ((DLPackExchangeAPI *)h)->dltensor_from_py_object_no_sync;
+                table = (const DLPackExchangeAPI *)h;
                 break;
             }
     }
     Py_XDECREF(capsule);  /* the table lives as long as the process (dlpack.h); the capsule is held by the type */
     swallow();  /* what stays set fails the caller */
-    return fn;
+    return table;
+}
+
+/* The exchange API's DLTensor export of a tensor type, or NULL (no table, or no such export in it). */
+static DLTensorFromPyObjectFn exchange_api(PyTypeObject *type) {
+    const DLPackExchangeAPI *table = exchange_table(type);
+    return table != NULL ? table->dltensor_from_py_object_no_sync : NULL;
 }
 
 /* torch's own C++ reads (runtime/_torch_cxx_reader.cpp, built against the installed torch by
@@ -310,6 +331,8 @@ typedef struct {
     int (*function_modes)(void);
 } TorchReader;
 static const TorchReader *cxx_reader = NULL;  /* use_torch_reader(); NULL: the exchange API and is_neg() */
+static CurrentWorkStreamFn torch_work_stream = NULL;  /* use_torch(): torch.Tensor's exchange API's, or NULL */
+static PyObject *torch_stream_read = NULL;  /* use_torch(): driver.torch_stream(device) -> TorchCurrentStream */
 static int cxx_calls = 0;  /* its bump and function_modes agree with this torch's calls (torch_cxx_reader.py) */
 
 /* ---------------------------------------------------------------------------------------------------------
@@ -843,10 +866,11 @@ static int as_handle(PyObject *handle, uint64_t *out) {
     return ok;
 }
 
-/* The CUstream of `stream` as driver.stream_handle reads it: None, CuPy's and torch's streams here; any
- * other (and None where CuPy's pointer is ambiguous) through stream_handle itself. 0: the Python path
- * decides (LG616 for what is no stream). */
-static int stream_of(PyObject *stream, PyObject *name, uint64_t *out) {
+/* The CUstream of `stream` as driver.stream_handle reads it: None (CuPy's current stream: of `device`,
+ * the current one, where it is known, else -1), CuPy's and torch's streams here; any other (and None where
+ * CuPy's pointer is ambiguous) through stream_handle itself. 0: the Python path decides (LG616 for what is no
+ * stream). */
+static int stream_of(PyObject *stream, PyObject *name, long device, uint64_t *out) {
     if (stream == Py_None) {
         if (!current_stream_tried) {
             load_current_stream();
@@ -854,7 +878,8 @@ static int stream_of(PyObject *stream, PyObject *name, uint64_t *out) {
                 return 0;
         }
         if (current_stream != NULL) {
-            intptr_t ptr = current_stream();
+            intptr_t ptr = device >= 0 && device <= INT_MAX && device_stream ? device_stream((int)device)
+                                                                             : current_stream();
             if (ptr == -1 && PyErr_Occurred()) {
                 swallow();
                 return 0;
@@ -879,6 +904,31 @@ static int stream_of(PyObject *stream, PyObject *name, uint64_t *out) {
     PyObject *handle = PyObject_CallFunctionObjArgs(read, stream, name, NULL);
     Py_DECREF(read);
     return as_handle(handle, out);
+}
+
+/* torch's current stream on `device`, what a launch over torch tensors alone runs on when given none
+ * (driver.launch_stream): through torch's exchange API (current_work_stream, as DLPack asks a consumer of a
+ * framework's tensors to launch); else, and under a hook (whose tests give torch's stream in Python), through
+ * driver.torch_stream, whose stream object `*on` becomes. 0: the Python path decides. */
+static int torch_stream(long device, int hooked, PyObject *name, PyObject **on, uint64_t *out) {
+    if (!hooked && torch_work_stream != NULL && device >= 0 && device <= INT32_MAX) {
+        void *handle = NULL;
+        if (torch_work_stream(kDLCUDA, (int32_t)device, &handle) != 0) {
+            swallow();
+            return 0;
+        }
+        *out = (uint64_t)(uintptr_t)handle;
+        return 1;
+    }
+    PyObject *index = torch_stream_read != NULL ? PyLong_FromLong(device) : NULL;
+    PyObject *current = index != NULL ? call_held(torch_stream_read, index) : NULL;
+    Py_XDECREF(index);
+    if (current == NULL) {
+        swallow();
+        return 0;
+    }
+    Py_SETREF(*on, current);
+    return stream_of(current, name, device, out);
 }
 
 /* The driver's launch, or the hook's: 1 launched, 0 refused by the driver (nothing ran: the Python path
@@ -1036,7 +1086,7 @@ static int launch_call(Launcher *self, PyObject *const *args, size_t nargsf, PyO
     }
     PyObject *arrays[MAX_ARRAYS];  /* held: an Array's slot may be set again while Python code runs */
     Read reads[MAX_ARRAYS];
-    int n_read = 0, n_held = 0, torch_modes = -1, result = 0;
+    int n_read = 0, n_held = 0, torch_modes = -1, result = 0, n_torch = 0;
     for (int i = 0; i < n; i++) {
         PyObject *a = args[i];
         if (!unwrap(&a))
@@ -1047,6 +1097,7 @@ static int launch_call(Launcher *self, PyObject *const *args, size_t nargsf, PyO
         int mode = mode_of(a, &torch_modes, &kind, &reader);
         if (mode < 0)
             goto out;
+        n_torch += mode == MODE_DLPACK || mode == MODE_TORCH_ATTRS;
         clear_read(&reads[i]);
         n_read = i + 1;
         if (!read_array(a, mode, kind, reader, &reads[i]))
@@ -1119,10 +1170,21 @@ static int launch_call(Launcher *self, PyObject *const *args, size_t nargsf, PyO
         uint64_t cu_stream = 0;
         if (replay == NULL && !load_driver())
             goto handover_held;
-        if ((replay == NULL || stream != Py_None) && !stream_of(stream, self->name, &cu_stream))
+        PyObject *on = Py_NewRef(stream);  /* what the hook is told the launch is on */
+        if (stream == Py_None && n_torch) {
+            /* torch's current stream where every array is a torch tensor; over torch tensors and others the
+             * Python path compares the two libraries' current streams (LG616 where they differ) */
+            if (n_torch < n || !torch_stream(device, replay != NULL, self->name, &on, &cu_stream)) {
+                Py_DECREF(on);
+                goto handover_held;
+            }
+        } else if ((replay == NULL || stream != Py_None) && !stream_of(stream, self->name, device, &cu_stream)) {
+            Py_DECREF(on);
             goto handover_held;  /* LG616 */
-        launched = launch_packed(replay, launch_obj, function, blocks, block, shared, stream, cu_stream, buffer,
+        }
+        launched = launch_packed(replay, launch_obj, function, blocks, block, shared, on, cu_stream, buffer,
                                  count);
+        Py_DECREF(on);
         if (launched == 0)
             goto handover_held;  /* nothing ran: the Python path launches again and reports LG609 */
     }
@@ -1734,7 +1796,7 @@ static PyObject *Steps_launch(Steps *self, PyObject *const *args, Py_ssize_t nar
     uint64_t cu_stream = 0;
     int done = 0;
     if ((replay == NULL && !load_driver()) || ((replay == NULL || stream != Py_None)
-                                               && !stream_of(stream, self->name, &cu_stream))) {
+                                               && !stream_of(stream, self->name, -1, &cu_stream))) {
         if (PyErr_Occurred()) {  /* an exception that is no Exception, from the stream's code */
             Py_XDECREF(replay);
             return NULL;
@@ -1838,10 +1900,11 @@ static PyObject *configure(PyObject *module, PyObject *args) {
     Py_RETURN_NONE;
 }
 
-/* use_torch(grad_enabled, mode_enabled | None, bump, dlpack_types, ambiguous): torch's calls (once). */
+/* use_torch(grad_enabled, mode_enabled | None, bump, dlpack_types, ambiguous, torch_stream): torch's calls
+ * (once). */
 static PyObject *use_torch(PyObject *module, PyObject *args) {
-    PyObject *ge, *me, *bu, *types, *amb;
-    if (!PyArg_ParseTuple(args, "OOOO!O!", &ge, &me, &bu, &PyTuple_Type, &types, &PyTuple_Type, &amb))
+    PyObject *ge, *me, *bu, *types, *amb, *ts;
+    if (!PyArg_ParseTuple(args, "OOOO!O!O", &ge, &me, &bu, &PyTuple_Type, &types, &PyTuple_Type, &amb, &ts))
         return NULL;
     if (PyTuple_GET_SIZE(amb) > (Py_ssize_t)(sizeof ambiguous / sizeof ambiguous[0])) {
         PyErr_SetString(PyExc_ValueError, "too many ambiguous DLPack dtypes");
@@ -1858,6 +1921,14 @@ static PyObject *use_torch(PyObject *module, PyObject *args) {
     Py_XSETREF(mode_enabled, me == Py_None ? NULL : Py_NewRef(me));
     Py_XSETREF(bump, Py_NewRef(bu));
     Py_XSETREF(dlpack_types, Py_NewRef(types));
+    Py_XSETREF(torch_stream_read, Py_NewRef(ts));
+    torch_work_stream = NULL;  /* torch.Tensor's, where its exchange API has one */
+    if (PyTuple_GET_SIZE(types) > 0 && PyType_Check(PyTuple_GET_ITEM(types, 0))) {
+        const DLPackExchangeAPI *table = exchange_table((PyTypeObject *)PyTuple_GET_ITEM(types, 0));
+        if (PyErr_Occurred())
+            return NULL;
+        torch_work_stream = table != NULL ? (CurrentWorkStreamFn)table->current_work_stream : NULL;
+    }
     /* torch.Tensor's is_neg and requires_grad descriptors, where they are the C kinds read directly */
     descriptors_generation++;  /* what own_descriptors kept was found against the old ones */
     Py_CLEAR(is_neg_descr);
@@ -2033,7 +2104,7 @@ static PyObject *stream_read(PyObject *module, PyObject *args) {
     if (kernel == NULL)
         return NULL;
     uint64_t handle = 0;
-    int ok = stream_of(stream, kernel, &handle);
+    int ok = stream_of(stream, kernel, -1, &handle);
     Py_DECREF(kernel);
     if (PyErr_Occurred())
         return NULL;
@@ -2104,7 +2175,8 @@ static PyObject *kinds_read(PyObject *module, PyObject *unused) {
 static PyMethodDef module_methods[] = {
     {"configure", configure, METH_VARARGS, "configure(readers, cupy_reader, torch_reader, stream_handle, "
      "stream_readers, cupy_handle, torch_handle, array_type, array_data)"},
-    {"use_torch", use_torch, METH_VARARGS, "use_torch(grad_enabled, mode_enabled, bump, dlpack_types, ambiguous)"},
+    {"use_torch", use_torch, METH_VARARGS,
+     "use_torch(grad_enabled, mode_enabled, bump, dlpack_types, ambiguous, torch_stream)"},
     {"use_torch_reader", use_torch_reader, METH_VARARGS, "use_torch_reader(address | None, calls): read torch's "
      "listed tensor types through the C++ reader's table at address (torch_cxx_reader.py), and where calls, bump "
      "versions and ask for function modes through it"},

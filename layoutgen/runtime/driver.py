@@ -18,11 +18,13 @@ import os
 import sys
 import threading
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 from ..schema.diagnostics import Diagnostic
+from .arrays import is_torch_tensor
 from .errors import LaunchError
+from .typed import unwrap
 
 #: Set to "cupy" to launch through CuPy even where cuda.bindings is installed.
 LAUNCH_ENV = "LAYOUTGEN_LAUNCH"
@@ -97,7 +99,8 @@ _CURRENT_STREAM: Any = None
 _MAX_HANDLE = 2**64  # a CUstream is a pointer
 
 #: What a stream argument may be, in words, for LG616.
-STREAM_KINDS = "a CuPy stream, a torch stream, an object with `__cuda_stream__`, or None (the current CuPy stream)"
+STREAM_KINDS = ("a CuPy stream, a torch stream, an object with `__cuda_stream__`, or None (the current stream of "
+                "the arrays' library)")
 
 
 def stream_handle(stream: Any, kernel: str = "") -> int:
@@ -122,6 +125,72 @@ def stream_handle(stream: Any, kernel: str = "") -> int:
     if type(handle) is not int or not 0 <= handle < _MAX_HANDLE:
         raise _bad_stream(kernel, stream, f"its handle is {handle!r}, not a CUstream")
     return handle
+
+
+class TorchCurrentStream:
+    """torch's current stream on a device, as the raw handle torch gives (no ``torch.cuda.Stream`` made a
+    launch): what a launch over torch tensors runs on when it is given no stream. It speaks the CUDA stream
+    protocol, and has ``cuda_stream`` as a torch stream has (its handle is read as a torch stream's)."""
+
+    __slots__ = ("cuda_stream",)
+
+    def __init__(self, handle: int) -> None:
+        self.cuda_stream = handle
+
+    def __cuda_stream__(self) -> tuple[int, int]:
+        return 0, self.cuda_stream
+
+    def __repr__(self) -> str:
+        return f"TorchCurrentStream(0x{self.cuda_stream:x})"
+
+
+#: torch's current raw stream of a device (``torch._C._cuda_getCurrentRawStream``), found on first use.
+_TORCH_RAW_STREAM: Any = None
+
+
+def torch_stream(device: int) -> TorchCurrentStream:
+    """torch's current stream on ``device`` (``torch.cuda.current_stream(device)``, read as a handle)."""
+    global _TORCH_RAW_STREAM
+    if _TORCH_RAW_STREAM is None:
+        torch = sys.modules["torch"]  # a torch tensor was given: torch is imported
+        _TORCH_RAW_STREAM = getattr(torch._C, "_cuda_getCurrentRawStream", None) or (
+            lambda index: torch.cuda.current_stream(index).cuda_stream)
+    return TorchCurrentStream(int(_TORCH_RAW_STREAM(device)))
+
+
+def count_torch(arrays: Sequence[Any]) -> int:
+    """How many of ``arrays`` (typed Arrays unwrapped) are torch tensors."""
+    if "torch" not in sys.modules:  # a tensor exists only once torch is imported
+        return 0
+    return sum(1 for a in arrays if is_torch_tensor(type(unwrap(a))))
+
+
+def launch_stream(stream: Any, arrays: Sequence[Any], torch_arrays: int, kernel: str, device: int) -> Any:
+    """What a launch over ``arrays`` (``torch_arrays`` of them torch tensors) on ``device`` runs on:
+    ``stream`` where one is given; for None, the current stream of the library the arrays come from.
+
+    Over torch tensors alone that is torch's current stream (:class:`TorchCurrentStream`), as DLPack's
+    exchange API asks of a library that reads a framework's tensors: launch on the framework's current work
+    stream, so the kernel is ordered after the torch work that made its inputs. Over no torch tensor it is
+    the current CuPy stream (None, read at the launch). Over both, the two current streams must be one
+    stream (then None), else LG616: the launch would race with one library's work, and only the caller knows
+    which.
+    """
+    if stream is not None or not torch_arrays:
+        return stream
+    current = torch_stream(device)
+    if torch_arrays == len(arrays):
+        return current
+    cupy_handle = stream_handle(None, kernel)
+    if current.cuda_stream == cupy_handle:
+        return None
+    raise LaunchError(Diagnostic(
+        "LG616", f"{f'`{kernel}`: ' if kernel else ''}`stream` is None, but the arrays come from torch and from "
+        f"another library, whose current streams differ: torch's is 0x{current.cuda_stream:x}, CuPy's "
+        f"0x{cupy_handle:x}",
+        hint="pass the stream to launch on (`stream=torch.cuda.current_stream()`, or the CuPy stream): a launch "
+        "on either may race with the other library's work",
+    ))
 
 
 def check_stream(stream: Any, kernel: str) -> None:
@@ -158,8 +227,8 @@ def _stream_reader(kind: type) -> Callable[[Any, str], Any]:
         if issubclass(kind, (cupy.cuda.Stream, cupy.cuda.ExternalStream)):
             return _cupy_handle
     torch = sys.modules.get("torch")  # a torch stream exists only once torch is imported
-    if torch is not None and issubclass(kind, torch.cuda.Stream):  # also torch before the protocol
-        return _torch_handle
+    if kind is TorchCurrentStream or (torch is not None and issubclass(kind, torch.cuda.Stream)):
+        return _torch_handle  # also torch before the protocol
     if callable(getattr(kind, "__cuda_stream__", None)):  # the protocol: cuda.core, cuda.bindings, others
         return _protocol_handle
     return _not_a_stream

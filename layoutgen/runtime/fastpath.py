@@ -12,8 +12,9 @@ array (a CuPy array's own fields, a torch tensor through the C++ reader
 built against the installed torch (:mod:`.torch_cxx_reader`), else DLPack's C
 exchange API and ``is_neg()``, any other kind with a fast reader through
 that reader), finds the plan whose signatures match, checks alignment, overlap and
-the autograd state of written torch tensors, finds the stream (CuPy's
-current one through CuPy's C function), packs the parameters and calls
+the autograd state of written torch tensors, finds the stream (for None,
+torch's current one over torch tensors through their DLPack exchange API,
+else CuPy's current one through CuPy's C function), packs the parameters and calls
 ``cuLaunchKernel`` (libcuda loaded with dlopen), then bumps the version
 counters of the torch tensors it wrote. Anything else it hands to the Python
 path with the call's own arguments, which runs the call from the start: so
@@ -217,7 +218,8 @@ def program_steps(name: str, n_buffers: int,
 
 def use_torch() -> None:
     """Give the extension torch's calls: the grad mode, the torch function mode, the version bump, the tensor
-    types read through DLPack and the DLPack dtypes more than one torch dtype exports as (once)."""
+    types read through DLPack, the DLPack dtypes more than one torch dtype exports as, and torch's current
+    stream (once)."""
     torch = sys.modules.get("torch")
     module = extension()[0]
     if torch is None or module is None or _torch:
@@ -228,7 +230,7 @@ def use_torch() -> None:
     types = (torch.Tensor,) + ((torch.nn.Parameter,) if plain is not None
                                and torch.nn.Parameter.__torch_function__ is plain else ())
     module.use_torch(torch.is_grad_enabled, modes, version_bump(), types if modes is not None else (),
-                     _ambiguous_dtypes(torch, module))
+                     _ambiguous_dtypes(torch, module), driver.torch_stream)
     torch_cxx_reader.install(module, torch)
     _torch.append(True)  # only once given: an interrupted first time leaves it to the next plan
 

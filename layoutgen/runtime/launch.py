@@ -7,7 +7,8 @@ strides and dtype (:mod:`.arrays`), checks them against the layout
 checks that no written argument shares memory with another, that the grid
 fits a CUDA grid, the autograd state of written torch tensors and the
 stream, and only then looks for the device and launches (:mod:`.driver`) on
-the current CuPy stream or the one passed. Nothing is compiled until the
+the stream passed or, for None, the current stream of the arrays' library
+(:func:`.driver.launch_stream`: torch's over torch tensors, else CuPy's). Nothing is compiled until the
 first launch; the cubin is the one ``layoutgen build`` shipped in the
 package's ``cubins/`` where one fits the device (:mod:`.prebuilt`), else it
 comes from the on-disk cache or NVRTC. The debug build's checks around a
@@ -41,7 +42,8 @@ from . import fastpath
 from .arrays import ArrayKindError, array_info
 from .cache import CubinCache
 from .debug import check_fault, clear_fault, scan_outputs
-from .driver import Launch, check_stream, current_device, device_arch, find_device, make_launch, no_device_error
+from .driver import (Launch, check_stream, count_torch, current_device, device_arch, find_device, launch_stream,
+                     make_launch, no_device_error)
 from .errors import LaunchError, launch_error
 from .nvrtc import CompileRequest
 from .occupancy import forget_function, size_launch
@@ -190,7 +192,8 @@ class KernelLauncher:
         check_stream(stream, spec.name)
         masks = tuple(p.align - 1 for p in spec.params)
         checked = _Checked(blocks, spec.block, tuple(bound[s] for s in spec.symbols), masks,
-                           functools.reduce(operator.or_, masks, 0), extents.pairs, written, bound)
+                           functools.reduce(operator.or_, masks, 0), extents.pairs, written, bound,
+                           count_torch(arrays))
         return checked, pointers
 
     def _overlap(self, pair: tuple[int, int], pointers: list[int], bound: dict[str, int]) -> LaunchError:
@@ -328,6 +331,8 @@ class KernelLauncher:
             fastpath.learn(fast, plan, arrays, _FAST_READERS)
         if not checked.blocks:
             return
+        if stream is None and checked.torch_arrays:  # torch's current stream (LG616 where two libraries' differ)
+            stream = launch_stream(None, arrays, checked.torch_arrays, self.spec.name, plan.device)
         if self.spec.debug:
             try:
                 self.checked_launch(plan.device, plan.launch, checked.blocks, checked.block, pointers,
@@ -371,6 +376,7 @@ class _Checked:
     pairs: tuple[tuple[int, int, int, int, bool], ...]  # Extents.pairs: arguments that must not overlap
     written: TorchWrites | None  # written parameters that got a torch tensor
     bound: dict[str, int]  # the symbols' sizes (for messages)
+    torch_arrays: int  # how many arrays are torch tensors: a launch given no stream follows torch's where all are
 
 
 @dataclass(frozen=True)

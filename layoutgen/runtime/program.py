@@ -27,7 +27,8 @@ from ..schema.diagnostics import Diagnostic
 from ..schema.scalars import describe_value
 from ..schema.words import plural
 from . import fastpath
-from .driver import Launch, check_stream, cupy_stream, device_arch, find_device, no_device_error
+from .driver import (Launch, check_stream, count_torch, cupy_stream, device_arch, find_device, launch_stream,
+                     no_device_error)
 from .errors import LaunchError, launch_error
 from .launch import KernelLauncher
 from .occupancy import size_launch
@@ -199,7 +200,7 @@ class ProgramRunner:
 
     def __call__(self, *arguments: Any, stream: Any = None) -> None:
         """Check every buffer and value (given after the buffers), then launch each kernel in order on
-        ``stream`` (the current CuPy stream).
+        ``stream`` (None: the current stream of the buffers' library, as for a launcher).
 
         In a debug build each launch is followed by its checks (see
         :mod:`.debug`), so a fault or a NaN is reported at the kernel that made it.
@@ -207,6 +208,8 @@ class ProgramRunner:
         device = find_device()
         arrays, slots = self._split(arguments)
         device, ready, pointers = self._prepare(arrays, slots, device, stream)
+        if stream is None:  # torch's current stream over torch tensors (LG616 where two libraries' differ)
+            stream = launch_stream(None, arrays, count_torch(arrays), self.spec.name, device)
         try:
             # The compiled path launches every step it can, in order; the Python path launches the rest (and
             # reports why the compiled one stopped: LG609 for a launch the driver refused).
@@ -237,7 +240,7 @@ class ProgramRunner:
         import cupy
 
         arrays, slots = self._split(arguments)
-        _, ready, pointers = self._prepare(arrays, slots, find_device(), None)  # checked, every kernel loaded, first
+        device, ready, pointers = self._prepare(arrays, slots, find_device(), None)  # checked, kernels loaded, first
         prepared = ready.prepared(self.spec.steps, pointers)
         capture_stream = cupy.cuda.Stream(non_blocking=True)
         capture_stream.begin_capture()
@@ -254,7 +257,8 @@ class ProgramRunner:
         graph = capture_stream.end_capture()
         given = arguments[len(arrays):]
         captured = tuple((v, given[n], slots[v.name]) for n, v in enumerate(self.spec.values))
-        return ProgramGraph(self.spec.name, graph, tuple(arrays), sum(1 for p in prepared if p[1]), captured)
+        return ProgramGraph(self.spec.name, graph, tuple(arrays), sum(1 for p in prepared if p[1]), captured,
+                            device)
 
 
 def _check_scalars(spec: ProgramSpec, launchers: Sequence[KernelLauncher]) -> None:
@@ -280,8 +284,9 @@ class ProgramGraph:
     """A program's launches captured into a CUDA graph over fixed buffers and values."""
 
     def __init__(self, name: str, graph: Any, arrays: tuple[Any, ...], launches: int,
-                 values: tuple[_Captured, ...] = ()) -> None:
+                 values: tuple[_Captured, ...] = (), device: int = 0) -> None:
         self.name = name
+        self.device = device  # where it was captured: a replay given no stream follows that device's torch stream
         self.launches = launches
         self._graph = graph
         self._arrays = arrays  # keeps the captured addresses alive
@@ -293,13 +298,17 @@ class ProgramGraph:
         return {name: given for name, (_, given, _) in self._values.items()}
 
     def replay(self, stream: Any = None, **values: Any) -> None:
-        """Run every launch of the program on ``stream`` (the current CuPy stream) with one graph launch.
+        """Run every launch of the program on ``stream`` with one graph launch (None: the current stream of
+        the buffers' library, as for a launcher: torch's where they are all torch tensors, on the device of the
+        capture).
 
         ``values`` may repeat values the graph was captured with; another value
         (or a name the program has not) is LG623, and nothing runs.
         """
         for name, given in values.items():
             self._check_value(name, given)
+        if stream is None:
+            stream = launch_stream(None, self._arrays, count_torch(self._arrays), self.name, self.device)
         self._graph.launch(cupy_stream(stream, self.name))  # LG616 for what is no stream
 
     def _check_value(self, name: str, given: Any) -> None:

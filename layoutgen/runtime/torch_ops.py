@@ -97,24 +97,6 @@ class AutogradSpec:
     sources: tuple[tuple[str, int], ...]
 
 
-class _Stream:
-    """A CUstream read from torch, handed to the launcher through the CUDA stream protocol."""
-
-    __slots__ = ("handle",)
-
-    def __init__(self, handle: int) -> None:
-        self.handle = handle
-
-    def __cuda_stream__(self) -> tuple[int, int]:
-        return 0, self.handle
-
-
-def current_stream(torch: Any, index: int) -> Any:
-    """torch's current stream on device ``index``: the raw handle where torch has the call (no Stream object)."""
-    raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
-    return _Stream(raw(index)) if raw is not None else torch.cuda.current_stream(index)
-
-
 def _torch_dtypes(torch: Any) -> dict[str, Any]:
     """layoutgen dtype -> torch dtype (bf16 is torch.bfloat16: the launcher accepts it)."""
     out = {}
@@ -156,15 +138,16 @@ class _Op:
         if device.type != "cuda":  # the launcher refuses it, with every other check first (LG608)
             self.spec.launcher(*arguments)
             return
+        # Given no stream, the launcher launches over torch tensors on torch's current stream of the current
+        # device: this one, under a guard where it is not current.
         index = device.index or 0
-        stream = current_stream(self.torch, index)
         if driver.find_device() in (index, None):  # None: no device; the launcher checks, then says so (LG615)
-            self.spec.launcher(*arguments, stream=stream)
+            self.spec.launcher(*arguments)
             return
         import cupy
 
         with cupy.cuda.Device(index), self.torch.cuda.device(index):  # torch's device and the launcher's (CuPy's)
-            self.spec.launcher(*arguments, stream=stream)
+            self.spec.launcher(*arguments)
 
     # -- the functional overload ---------------------------------------------------------------------------
 

@@ -219,6 +219,63 @@ def torch_launches_on_both_paths(torch: Any, paths: dict[str, KernelLauncher]) -
     assert paths["compiled"]._fast.hits >= 1
 
 
+def cuda_torch() -> Any:
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("torch sees no GPU")
+    use_torch()
+    return torch
+
+
+def test_torch_tensors_given_no_stream_launch_on_torchs_current_stream_into_its_graph_capture(
+        paths: dict[str, KernelLauncher]) -> None:
+    """torch.cuda.graph captures on a side stream of its own, current while it captures: a launch over torch
+    tensors given no stream is captured there (on any other stream it would break the capture), and runs when
+    the graph is replayed, on both paths alike."""
+    torch = cuda_torch()
+    outputs = {}
+    for path, k in paths.items():
+        g = torch.Generator(device="cuda").manual_seed(5)
+        t = [torch.randn(B, K, 56, device="cuda", generator=g), torch.randn(40, 40, device="cuda", generator=g),
+             torch.randn(40, device="cuda", generator=g), torch.full((B, K, 40), torch.nan, device="cuda"),
+             torch.full((B, K, 40), torch.nan, device="cuda")]
+        k(*(x.clone() for x in t))  # planned (and, on the compiled path, taught) outside the capture
+        torch.cuda.synchronize()
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            k(*t)
+        torch.cuda.synchronize()
+        assert bool(t[4].isnan().all())  # captured, not run
+        graph.replay()
+        torch.cuda.synchronize()
+        assert not bool(t[4].isnan().any())
+        outputs[path] = t[4].cpu()
+    assert torch.equal(outputs["compiled"], outputs["python"])
+    assert paths["compiled"]._fast.hits == 1  # the captured launch was the compiled path's
+
+
+def test_torch_tensors_with_cupy_arrays_and_no_stream_need_one_current_stream(
+        paths: dict[str, KernelLauncher]) -> None:
+    """Torch tensors in, CuPy arrays out: launched while both libraries are on their default stream; LG616 on
+    both paths while torch's current stream is a side stream of its own."""
+    import cupy
+
+    torch = cuda_torch()
+    results = {}
+    for path, k in paths.items():
+        args = good()
+        inputs = [torch.as_tensor(args[name], device="cuda") for name in ("x", "W", "b")]
+        k(*inputs, args["gates"], args["y"])
+        cupy.cuda.runtime.deviceSynchronize()
+        launched = not bool(cupy.isnan(args["y"]).any())
+        side = torch.cuda.Stream()
+        with torch.cuda.stream(side):
+            refused = outcome(lambda: k(*inputs, args["gates"], args["y"]))
+        results[path] = (launched, refused)
+    assert results["python"][0] and results["python"][1] is not None and results["python"][1][0] == "LG616"
+    assert results["compiled"] == results["python"]
+
+
 def test_a_program_launches_its_steps_through_one_compiled_call() -> None:
     import cupy
 
