@@ -81,6 +81,7 @@ CUresult cuCtxGetCurrent(void **ctx) {
 }
 
 CUresult cuCtxGetDevice(int *device) {
+    if (context_status) return context_status;
     if (context == NULL) return 201;  /* CUDA_ERROR_INVALID_CONTEXT */
     *device = context_device;
     return 0;

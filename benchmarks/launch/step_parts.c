@@ -6,7 +6,8 @@
  * of what layoutgen's compiled path does around cuLaunchKernel:
  *   bare             the launch alone, on the legacy default stream, the GIL held
  *   gil_released     the same with the GIL released around it (as the compiled path does)
- *   device_read      and the current context's device read first (cuCtxGetCurrent, cuCtxGetDevice)
+ *   device_read      and the current context's device read first (cuCtxGetDevice, as the compiled path
+ *                    reads it)
  *   current_stream   and the launch on CuPy's current stream (cupy_backends' get_current_stream_ptr)
  *   device_stream    the same, read for the device read (get_stream_ptr(device): no cudaGetDevice), as the
  *                    compiled path reads it
@@ -22,14 +23,12 @@
 
 typedef int (*LaunchFn)(void *, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, void *,
                         void **, void **);
-typedef int (*ContextFn)(void **);
 typedef int (*DeviceFn)(int *);
 typedef intptr_t (*StreamFn)(void);
 typedef intptr_t (*DeviceStreamFn)(int);
 typedef int (*WorkStreamFn)(int, int, void **);
 
 static LaunchFn launch_kernel;
-static ContextFn ctx_get_current;
 static DeviceFn ctx_get_device;
 static StreamFn current_stream;
 static DeviceStreamFn device_stream;
@@ -55,7 +54,6 @@ static PyObject *setup(PyObject *module, PyObject *args) {
     if (cuda == NULL)
         return PyErr_Format(PyExc_OSError, "libcuda.so.1: %s", dlerror());
     launch_kernel = (LaunchFn)dlsym(cuda, "cuLaunchKernel");
-    ctx_get_current = (ContextFn)dlsym(cuda, "cuCtxGetCurrent");
     ctx_get_device = (DeviceFn)dlsym(cuda, "cuCtxGetDevice");
     PyObject *stream = PyImport_ImportModule("cupy_backends.cuda.stream");
     PyObject *api = stream ? PyObject_GetAttrString(stream, "__pyx_capi__") : NULL;
@@ -70,7 +68,7 @@ static PyObject *setup(PyObject *module, PyObject *args) {
     work_stream = table != NULL && version[0] == 1 && version[1] >= 3 ? (WorkStreamFn)table[2 + 4] : NULL;
     Py_XDECREF(api);
     Py_XDECREF(stream);
-    if (launch_kernel == NULL || ctx_get_current == NULL || ctx_get_device == NULL || current_stream == NULL
+    if (launch_kernel == NULL || ctx_get_device == NULL || current_stream == NULL
         || device_stream == NULL || (exchange != Py_None && work_stream == NULL)) {
         PyErr_Clear();
         return PyErr_Format(PyExc_RuntimeError, "libcuda's calls, CuPy's stream functions or torch's "
@@ -96,10 +94,7 @@ static int launch_released(void *stream) {
     return status;
 }
 
-static int device_read(int *device) {
-    void *context = NULL;
-    return ctx_get_current(&context) != 0 || context == NULL || ctx_get_device(device) != 0;
-}
+static int device_read(int *device) { return ctx_get_device(device) != 0; }
 
 static PyObject *bare(PyObject *module, PyObject *unused) { return result(launch_held(NULL)); }
 

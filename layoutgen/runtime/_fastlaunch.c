@@ -51,7 +51,6 @@ typedef void *CUfunction;
 typedef void *CUstream;
 typedef CUresult (*LaunchKernelFn)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
                                    unsigned, CUstream, void **, void **);
-typedef CUresult (*CtxGetCurrentFn)(CUcontext *);
 typedef CUresult (*CtxGetDeviceFn)(CUdevice *);
 typedef CUresult (*GetProcAddressFn)(const char *, void **, int, uint64_t, int *);  /* cuGetProcAddress_v2 */
 typedef CUresult (*GetProcAddressV1Fn)(const char *, void **, int, uint64_t);      /* cuGetProcAddress */
@@ -70,7 +69,6 @@ typedef CUresult (*GetProcAddressV1Fn)(const char *, void **, int, uint64_t);   
 #define CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM 2
 
 static LaunchKernelFn launch_kernel = NULL;
-static CtxGetCurrentFn ctx_get_current = NULL;
 static CtxGetDeviceFn ctx_get_device = NULL;
 static int driver_tried = 0;
 static int per_thread_stream = 0;  /* the entry points are the per-thread default stream's */
@@ -81,7 +79,7 @@ static char driver_error[256] = "not loaded yet";
  * symbols, which are those versions, and cuLaunchKernel_ptsz for the per-thread default stream. */
 static int load_driver(void) {
     if (driver_tried)
-        return launch_kernel != NULL && ctx_get_current != NULL && ctx_get_device != NULL;
+        return launch_kernel != NULL && ctx_get_device != NULL;
     driver_tried = 1;
     void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_GLOBAL);
     if (lib == NULL)
@@ -95,14 +93,13 @@ static int load_driver(void) {
     uint64_t flags = per_thread_stream ? CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM : CU_GET_PROC_ADDRESS_DEFAULT;
     GetProcAddressFn get_v2 = (GetProcAddressFn)dlsym(lib, "cuGetProcAddress_v2");
     GetProcAddressV1Fn get_v1 = get_v2 ? NULL : (GetProcAddressV1Fn)dlsym(lib, "cuGetProcAddress");
-    const char *names[] = {"cuLaunchKernel", "cuCtxGetCurrent", "cuCtxGetDevice"};
-    const char *symbols[] = {per_thread_stream ? "cuLaunchKernel_ptsz" : "cuLaunchKernel", "cuCtxGetCurrent",
-                             "cuCtxGetDevice"};
+    const char *names[] = {"cuLaunchKernel", "cuCtxGetDevice"};
+    const char *symbols[] = {per_thread_stream ? "cuLaunchKernel_ptsz" : "cuLaunchKernel", "cuCtxGetDevice"};
     /* cuLaunchKernel's per-thread-stream entry point dates from CUDA 7.0: asked for at 4000 with that flag, the
      * driver finds nothing */
-    const int versions[] = {per_thread_stream ? 7000 : 4000, 4000, 2000};
-    void *found[3];
-    for (int k = 0; k < 3; k++) {
+    const int versions[] = {per_thread_stream ? 7000 : 4000, 2000};
+    void *found[2];
+    for (int k = 0; k < 2; k++) {
         found[k] = NULL;
         CUresult got = 0;
         if (get_v2 != NULL)
@@ -119,8 +116,7 @@ static int load_driver(void) {
         }
     }
     launch_kernel = (LaunchKernelFn)found[0];
-    ctx_get_current = (CtxGetCurrentFn)found[1];
-    ctx_get_device = (CtxGetDeviceFn)found[2];
+    ctx_get_device = (CtxGetDeviceFn)found[1];
     driver_error[0] = 0;
     return 1;
 }
@@ -830,7 +826,9 @@ static int fast_scalar(int kind, int finite, PyObject *v, uint64_t *slot) {
 
 /* The current device: the driver's current context's (what CuPy's getDevice, cudaGetDevice, reports
  * whenever a context is current). 0 where there is none (no context on this thread, the driver not
- * initialised, a forked child's): the Python path decides then. */
+ * initialised, a forked child's): the Python path decides then. One driver call: cuCtxGetDevice fails with
+ * CUDA_ERROR_INVALID_CONTEXT where no context is current, so asking cuCtxGetCurrent first tells nothing
+ * more (and costs a launch ~0.015x the C floor on the H200's host). */
 static int current_device(long *device) {
     if (device_hook != NULL) {
         PyObject *got = call_held(device_hook, NULL);
@@ -845,9 +843,8 @@ static int current_device(long *device) {
     }
     if (!load_driver())
         return 0;
-    CUcontext context = NULL;
     CUdevice ordinal = -1;
-    if (ctx_get_current(&context) != 0 || context == NULL || ctx_get_device(&ordinal) != 0 || ordinal < 0)
+    if (ctx_get_device(&ordinal) != 0 || ordinal < 0)
         return 0;
     *device = ordinal;
     return 1;
