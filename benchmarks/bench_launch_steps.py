@@ -11,8 +11,9 @@ cuLaunchKernel (the GIL released, the current device read, CuPy's current stream
 read it and as the compiled path reads it, torch's current stream as the compiled path reads it for torch
 tensors), and times them with a C loop in this process, a program's step and the validated launcher (on CuPy
 arrays and on torch tensors), against the C floor beside each round as bench_launch.py times its rows (the
-same floor program, the same interleaving, pinned to one CPU). So the table says what a launch from Python costs before layoutgen reads or checks anything, and
-what the compiled path costs beyond that. Prints a table; no assertion.
+same floor program, the same interleaving, pinned to one CPU). So the table says what a launch from Python
+costs before layoutgen reads or checks anything, and what the compiled path costs beyond that. Prints a
+table; no assertion.
 """
 
 from __future__ import annotations

@@ -8,8 +8,8 @@ checks that no written argument shares memory with another, that the grid
 fits a CUDA grid, the autograd state of written torch tensors and the
 stream, and only then looks for the device and launches (:mod:`.driver`) on
 the stream passed or, for None, the current stream of the arrays' library
-(:func:`.driver.launch_stream`: torch's over torch tensors, else CuPy's). Nothing is compiled until the
-first launch; the cubin is the one ``layoutgen build`` shipped in the
+(:func:`.driver.launch_stream`: torch's over torch tensors, else CuPy's).
+Nothing is compiled until the first launch; the cubin is the one ``layoutgen build`` shipped in the
 package's ``cubins/`` where one fits the device (:mod:`.prebuilt`), else it
 comes from the on-disk cache or NVRTC. The debug build's checks around a
 launch are in :mod:`.debug`. A generated launcher function calls the
