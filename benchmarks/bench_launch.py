@@ -230,12 +230,7 @@ def cuda_core_launch(cubin: Path, arrays: tuple[Any, ...], sizes: tuple[int, int
 def launchers_cubin(empty: Any) -> Path:
     """The cubin that ``empty`` (the benchmark's KernelLauncher) loads for sm_90, compiled into its cache or
     found there: what the raw CuPy row, cuda.core and the C floor's ``cubin`` way launch too."""
-    from layoutgen.runtime.nvrtc import CompileRequest
-
-    source = (empty.folder / empty.spec.source).read_text(encoding="utf-8")
-    headers = ((empty.header, (empty.folder / empty.header).read_text(encoding="utf-8")),)
-    request = CompileRequest(source=source, name=f"{empty.folder.name}/{empty.spec.source}", headers=headers,
-                             arch="sm_90")
+    request = empty.compile_request("sm_90")
     empty.cache().get_or_compile(request)
     return Path(empty.cache().paths(request.key())[0])
 

@@ -164,7 +164,8 @@ CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int version, uint64
 }
 """
 
-#: What a test's script runs first: ``FAKE``, the library (its records through ``launches()``), and ``report``.
+#: What a test's script runs first: ``FAKE``, the library (its records through ``launches()``), ``report``, and
+#: stand-ins for CuPy's current-stream C functions and a DLPack exchange table (capsules of ctypes functions).
 SETUP = r"""
 import ctypes, json, sys
 
@@ -193,6 +194,29 @@ def requests():
 
 def report(**values):
     print("REPORT " + json.dumps(values))
+
+new_capsule = ctypes.pythonapi.PyCapsule_New
+new_capsule.restype, new_capsule.argtypes = ctypes.py_object, [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
+
+def address(fn):
+    return ctypes.cast(fn, ctypes.c_void_p).value
+
+StreamFn = ctypes.CFUNCTYPE(ctypes.c_ssize_t)                        # get_current_stream_ptr()
+DeviceStreamFn = ctypes.CFUNCTYPE(ctypes.c_ssize_t, ctypes.c_int)    # get_stream_ptr(device)
+WorkStreamFn = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.POINTER(ctypes.c_void_p))
+
+def stand_in_cupy_streams(current, of_device):
+    # CuPy's C functions of its current stream (cupy_backends.cuda.stream's Cython C API) replaced by ctypes ones
+    import cupy_backends.cuda.stream as backends_stream
+    backends_stream.__pyx_capi__ = {"get_current_stream_ptr": new_capsule(address(current), b"intptr_t (void)", None),
+                                    "get_stream_ptr": new_capsule(address(of_device), b"intptr_t (int)", None)}
+
+class Exchange(ctypes.Structure):  # dlpack.h 1.3's DLPackExchangeAPI: the last of its five calls is current_work_stream
+    _fields_ = [("major", ctypes.c_uint32), ("minor", ctypes.c_uint32), ("prev_api", ctypes.c_void_p),
+                ("calls", ctypes.c_void_p * 5)]
+
+def exchange_capsule(table):
+    return new_capsule(ctypes.addressof(table), b"dlpack_exchange_api", None)
 """
 
 

@@ -65,9 +65,11 @@ def fwd_cupy(**replace: Any) -> tuple[Any, ...]:
     return tuple(args.values())
 
 
-def both_paths(monkeypatch: pytest.MonkeyPatch, spec: KernelSpec,
-               run: Callable[[KernelLauncher], Any]) -> dict[str, tuple[Any, list[tuple[Any, ...]], KernelLauncher]]:
-    """``run`` on a fresh launcher of ``spec`` on each path: what it returned, the launches made, the launcher."""
+def both_paths(monkeypatch: pytest.MonkeyPatch, spec: KernelSpec, run: Callable[[KernelLauncher], Any],
+               streams: bool = False) -> dict[str, tuple[Any, list[tuple[Any, ...]], KernelLauncher]]:
+    """``run`` on a fresh launcher of ``spec`` on each path: what it returned, the launches made (blocks, block,
+    values, and where ``streams``, the CUstream it was made on: None for the current CuPy stream, read at the
+    launch), the launcher."""
     results = {}
     for path in ("python", "compiled"):
         take_path(monkeypatch, path)
@@ -76,7 +78,10 @@ def both_paths(monkeypatch: pytest.MonkeyPatch, spec: KernelSpec,
         assert (k._fast is None) == (path == "python")
         COMPILED.clear()
         HANDLES.clear()
-        results[path] = (run(k), [(blocks, block, list(values)) for blocks, block, values, _ in launched], k)
+        got = run(k)
+        results[path] = (got, [(blocks, block, list(values))
+                               + ((None if stream is None else driver.stream_handle(stream),) if streams else ())
+                               for blocks, block, values, stream in launched], k)
     return results
 
 
@@ -379,17 +384,10 @@ def test_torch_tensors_take_the_compiled_path_through_dlpack_and_their_versions_
 
 
 def launched_streams(monkeypatch: pytest.MonkeyPatch, run: Callable[[KernelLauncher], Any]) -> dict[str, Any]:
-    """``run`` on a fresh launcher of FWD on each path: what it returned (or its LaunchError's code and message),
-    the CUstream each launch was made on (None: the current CuPy stream, read at the launch), the launcher."""
-    results = {}
-    for path in ("python", "compiled"):
-        take_path(monkeypatch, path)
-        launched: list[tuple[Any, ...]] = []
-        k = launcher(FWD.spec, launched)
-        got = outcome(lambda: run(k))
-        streams = [None if stream is None else driver.stream_handle(stream) for *_, stream in launched]
-        results[path] = (got, streams, k)
-    return results
+    """``both_paths`` of FWD: what ``run`` raised (its LaunchError's code and message, or None), the CUstream of
+    each launch (None: the current CuPy stream, read at the launch), the launcher."""
+    results = both_paths(monkeypatch, FWD.spec, lambda k: outcome(lambda: run(k)), streams=True)
+    return {path: (got, [launch[3] for launch in launches], k) for path, (got, launches, k) in results.items()}
 
 
 def test_torch_tensors_given_no_stream_launch_on_torchs_current_stream(

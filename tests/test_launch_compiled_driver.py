@@ -45,14 +45,9 @@ assert EXT.get_hook() is None
 
 STREAM = {"c": 0x51, "python": 0x51}
 ASKED = []  # the devices CuPy's C functions were asked the current stream of (-1: the current one)
-CURRENT = ctypes.CFUNCTYPE(ctypes.c_ssize_t)(lambda: ASKED.append(-1) or STREAM["c"])
-OF_DEVICE = ctypes.CFUNCTYPE(ctypes.c_ssize_t, ctypes.c_int)(lambda device: ASKED.append(device) or STREAM["c"])
-new_capsule = ctypes.pythonapi.PyCapsule_New
-new_capsule.restype, new_capsule.argtypes = ctypes.py_object, [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
-def address(fn): return ctypes.cast(fn, ctypes.c_void_p).value
-import cupy_backends.cuda.stream as backends_stream
-backends_stream.__pyx_capi__ = {"get_current_stream_ptr": new_capsule(address(CURRENT), b"intptr_t (void)", None),
-                                "get_stream_ptr": new_capsule(address(OF_DEVICE), b"intptr_t (int)", None)}
+CURRENT = StreamFn(lambda: ASKED.append(-1) or STREAM["c"])
+OF_DEVICE = DeviceStreamFn(lambda device: ASKED.append(device) or STREAM["c"])
+stand_in_cupy_streams(CURRENT, OF_DEVICE)
 patch.setattr(driver, "_CURRENT_STREAM", lambda: SimpleNamespace(ptr=STREAM["python"]))
 
 N_VALUES = len(FWD.spec.params) + len(FWD.spec.symbols)
@@ -117,13 +112,11 @@ patch.setattr(torch.Tensor, "is_cuda", property(lambda self: True))  # CPU tenso
 patch.setattr(driver, "_TORCH_RAW_STREAM", lambda device: 0x7000 + device)  # the Python path's read of it
 get_pointer = ctypes.pythonapi.PyCapsule_GetPointer
 get_pointer.restype, get_pointer.argtypes = ctypes.c_void_p, [ctypes.py_object, ctypes.c_char_p]
-real = (ctypes.c_void_p * 7).from_address(get_pointer(torch.Tensor.__dlpack_c_exchange_api__, b"dlpack_exchange_api"))
+real = Exchange.from_address(get_pointer(torch.Tensor.__dlpack_c_exchange_api__, b"dlpack_exchange_api"))
 WORKED = []  # what the stand-in was asked: (device type, device)
-WORK = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.POINTER(ctypes.c_void_p))(
-    lambda kind, device, out: WORKED.append((kind, device)) or out.__setitem__(0, 0x7000 + device) or 0)
-table = (ctypes.c_void_p * 7)(*real[:6], address(WORK))  # torch's table, its current_work_stream the stand-in
-patch.setattr(torch.Tensor, "__dlpack_c_exchange_api__", new_capsule(ctypes.addressof(table),
-                                                                     b"dlpack_exchange_api", None))
+WORK = WorkStreamFn(lambda kind, device, out: WORKED.append((kind, device)) or out.__setitem__(0, 0x7000 + device) or 0)
+table = Exchange(1, 3, None, (ctypes.c_void_p * 5)(*real.calls[:4], address(WORK)))  # torch's, but current_work_stream
+patch.setattr(torch.Tensor, "__dlpack_c_exchange_api__", exchange_capsule(table))
 use_torch()
 tensors = [torch.randn(*a.__cuda_array_interface__["shape"]) for a in fwd_args()]
 k(*tensors)                                      # planned by the Python path, taught to the compiled one
@@ -205,22 +198,13 @@ import sys
 from pathlib import Path
 sys.path.insert(0, "benchmarks")
 from bench_launch_steps import build_step_parts
-CURRENT = ctypes.CFUNCTYPE(ctypes.c_ssize_t)(lambda: 0x51)
-OF_DEVICE = ctypes.CFUNCTYPE(ctypes.c_ssize_t, ctypes.c_int)(lambda device: 0x60 + device)
-WORK_STREAM = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.POINTER(ctypes.c_void_p))(
-    lambda kind, device, out: out.__setitem__(0, 0x70 + device + 8 * kind) or 0)
-new_capsule = ctypes.pythonapi.PyCapsule_New
-new_capsule.restype, new_capsule.argtypes = ctypes.py_object, [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
-def address(fn): return ctypes.cast(fn, ctypes.c_void_p).value
-import cupy_backends.cuda.stream as backends_stream
-backends_stream.__pyx_capi__ = {"get_current_stream_ptr": new_capsule(address(CURRENT), b"intptr_t (void)", None),
-                                "get_stream_ptr": new_capsule(address(OF_DEVICE), b"intptr_t (int)", None)}
-class Exchange(ctypes.Structure):  # dlpack.h 1.3's DLPackExchangeAPI: the last of its five calls is current_work_stream
-    _fields_ = [("major", ctypes.c_uint32), ("minor", ctypes.c_uint32), ("prev_api", ctypes.c_void_p),
-                ("calls", ctypes.c_void_p * 5)]
+CURRENT = StreamFn(lambda: 0x51)
+OF_DEVICE = DeviceStreamFn(lambda device: 0x60 + device)
+stand_in_cupy_streams(CURRENT, OF_DEVICE)
+WORK_STREAM = WorkStreamFn(lambda kind, device, out: out.__setitem__(0, 0x70 + device + 8 * kind) or 0)
 EXCHANGE = Exchange(1, 3, None, (ctypes.c_void_p * 5)(0, 0, 0, 0, address(WORK_STREAM)))
 parts = build_step_parts(Path(""" + repr(str(tmp_path)) + r"""))
-parts.setup(0xF00, (1, 2, 3, 4, 5, 64, 32), new_capsule(ctypes.addressof(EXCHANGE), b"dlpack_exchange_api", None))
+parts.setup(0xF00, (1, 2, 3, 4, 5, 64, 32), exchange_capsule(EXCHANGE))
 FAKE.fake_set_context(0x1234, 3, 0)  # device 3's context is current
 FAKE.fake_set_launch(0, 7)  # the stand-in records seven values a launch
 for name in ("bare", "gil_released", "device_read", "current_stream", "device_stream", "torch_stream"):

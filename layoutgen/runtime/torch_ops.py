@@ -134,14 +134,12 @@ class _Op:
         self.launch(arguments, args[self.first_array])
 
     def launch(self, arguments: Sequence[Any], tensor: Any) -> None:
-        device = tensor.device
-        if device.type != "cuda":  # the launcher refuses it, with every other check first (LG608)
-            self.spec.launcher(*arguments)
-            return
         # Given no stream, the launcher launches over torch tensors on torch's current stream of the current
-        # device: this one, under a guard where it is not current.
+        # device: the tensors', under a guard where it is not current. A CPU tensor it refuses, with every
+        # other check first (LG608); with no device, it checks, then says so (LG615).
+        device = tensor.device
         index = device.index or 0
-        if driver.find_device() in (index, None):  # None: no device; the launcher checks, then says so (LG615)
+        if device.type != "cuda" or driver.find_device() in (index, None):
             self.spec.launcher(*arguments)
             return
         import cupy
