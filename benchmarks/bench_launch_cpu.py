@@ -49,6 +49,9 @@ except ImportError:
     torch = None
 if torch is not None:
     patch.setattr(torch.Tensor, "is_cuda", property(lambda self: True))
+    from layoutgen.runtime import arrays
+
+    patch.setattr(arrays, "TORCH_DEVICE_TYPES", frozenset({"cuda", "cpu"}))  # CPU tensors taken for CUDA ones
     rows["5 torch tensors (C++ reader)"] = [torch.zeros(s) for s in shapes.values()]
     rows["5 torch.as_tensor views of NumPy arrays"] = [torch.as_tensor(np.zeros(s, np.float32))
                                                       for s in shapes.values()]

@@ -61,6 +61,7 @@ class FakeCupy:
 class FakeTorchDtype:
     def __init__(self, name: str) -> None:
         self.name = name
+        self.is_complex = name.startswith("complex")
 
     def __str__(self) -> str:
         return f"torch.{self.name}"
@@ -253,7 +254,7 @@ def test_torch_unknown_dtype_keeps_its_torch_name() -> None:
 @pytest.mark.parametrize(("bits", "message", "hint"), [
     ({"neg": True}, "a torch tensor with its negative bit set (`torch._neg_view`, or the imaginary part of a conjugate "
      "view) would be read without the negation", "materialise it once: `t.resolve_neg()`"),
-    ({"conj": True}, "a torch tensor with its conjugate bit set (`t.conj()`) would be read unconjugated",
+    ({"conj": True, "dtype": "complex64"}, "a torch tensor with its conjugate bit set (`t.conj()`) would be read unconjugated",
      "materialise it once: `t.resolve_conj()`"),
 ])
 def test_torch_lazy_negation_and_conjugation_are_refused(bits: dict[str, bool], message: str, hint: str) -> None:

@@ -31,7 +31,7 @@ from tests.fake_device import TORCH_STREAM
 from tests.test_launch_paths import EXT, device, hooked, launcher, outcome  # noqa: F401  (fixtures)
 from tests.test_launch_validation import BASE, FWD, B, K, ProtocolStream
 
-from layoutgen.runtime import driver, launch, torch_cxx_reader
+from layoutgen.runtime import arrays, driver, launch, torch_cxx_reader
 from layoutgen.runtime.fastpath import use_torch
 from layoutgen.runtime.launch import KernelLauncher, KernelSpec, LaunchError, LayoutSpec, ParamSpec, ScalarSpec
 from layoutgen.runtime.paths import PYTHON_LAUNCH_ENV
@@ -348,11 +348,13 @@ def test_scalars_are_taken_or_refused_as_the_python_path_takes_them(
 
 @pytest.fixture(params=["cxx", "dlpack"])
 def cpu_is_cuda(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
-    """CPU tensors taken by the Python path for tensors on CUDA device 0 (``torch.Tensor.is_cuda`` says so),
-    read by the compiled path through the C++ reader built against this torch (``cxx``), or through DLPack's
-    exchange API and torch's Python calls (``dlpack``, as where the reader cannot be built)."""
+    """CPU tensors taken by the Python path for tensors on a CUDA device (``arrays.TORCH_DEVICE_TYPES`` takes
+    "cpu" too; ``torch.Tensor.is_cuda`` says so), read by the compiled path through the C++ reader built
+    against this torch (``cxx``), or through DLPack's exchange API and torch's Python calls (``dlpack``, as
+    where the reader cannot be built)."""
     torch = pytest.importorskip("torch")
     monkeypatch.setattr(torch.Tensor, "is_cuda", property(lambda self: True))
+    monkeypatch.setattr(arrays, "TORCH_DEVICE_TYPES", frozenset({"cuda", "cpu"}))
     use_torch()  # the extension takes torch's calls and the reader (built once) now, not at the first plan
     address, calls = torch_cxx_reader.installed()
     assert address is not None and calls, torch_cxx_reader.state()  # it builds wherever the tests run

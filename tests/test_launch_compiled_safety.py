@@ -59,8 +59,9 @@ def test_a_plan_replaced_while_a_finalizer_launches_the_same_kernel_is_whole(tmp
 import pytest
 from tests.fake_device import fake_device
 from tests.launch_paths import current_device, replay
-from tests.test_launch_paths import dev_reader, launcher
+from tests.test_launch_paths import dev_info, dev_reader, launcher
 from tests.test_launch_validation import Dev, FWD, fwd_args
+from layoutgen.runtime.readers import INFOS
 from layoutgen.runtime import fastpath, launch
 
 patch = pytest.MonkeyPatch()
@@ -82,8 +83,11 @@ class Tag:  # equal to every Tag: a signature read again is the same signature
             armed.clear()
             seen.append(k._fast.attempt(*args))
 
-patch.setitem(launch._FAST_READERS, Dev, lambda a: ((*dev_reader(a)[0], Tag()), dev_reader(a)[1]))
+tagged = lambda a: ((*dev_reader(a)[0], Tag()), dev_reader(a)[1])
+patch.setitem(launch._FAST_READERS, Dev, tagged)
+patch.setitem(INFOS, tagged, lambda a, signature, ptr: dev_info(a, signature[:-1], ptr))
 k(*args)                  # planned and taught
+k._plans.clear()          # the C side's plan holds the only references to the Tags it was taught with
 armed.append(True)
 k._python_path(*args)     # taught again: the plan of these signatures is replaced, its Tags let go
 report(seen=seen, launched=len(launched), plans=k._fast.plans)

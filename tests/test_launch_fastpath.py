@@ -16,7 +16,9 @@ from tests.launch_paths import launch_path  # noqa: F401  (the fixture: every te
 
 import generated.vsn as vsn
 from layoutgen.runtime import launch
+from layoutgen.runtime.arrays import ArrayInfo, interface_info
 from layoutgen.runtime.launch import KernelLauncher, KernelSpec, LaunchError, LayoutSpec, ParamSpec
+from layoutgen.runtime.readers import INFOS
 from tests.test_launch_validation import FWD
 
 pytestmark = pytest.mark.usefixtures("launch_path")
@@ -48,6 +50,14 @@ def _read(a: Fast) -> tuple[tuple[Any, ...], int]:
     return (Fast, cai["shape"], cai["strides"], cai["typestr"], 0), a.ptr
 
 
+def _info(a: Fast, signature: tuple[Any, ...], ptr: int) -> ArrayInfo:
+    _, shape, strides, typestr, device = signature
+    return interface_info(shape, typestr, strides, ptr, False, device)
+
+
+INFOS[_read] = _info  # what a read of _read says, validated as read
+
+
 @pytest.fixture
 def fwd(monkeypatch: pytest.MonkeyPatch) -> tuple[KernelLauncher, list[tuple[Any, ...]], list[int]]:
     """A fresh fwd launcher with the GPU faked; returns it, the launches, and a count of full binds."""
@@ -58,9 +68,9 @@ def fwd(monkeypatch: pytest.MonkeyPatch) -> tuple[KernelLauncher, list[tuple[Any
     binds: list[int] = []
     real_bind = k.bind
 
-    def counting_bind(arrays: tuple[Any, ...], device: int) -> Any:
+    def counting_bind(arrays: tuple[Any, ...], device: int, *read: Any) -> Any:
         binds.append(1)
-        return real_bind(arrays, device)
+        return real_bind(arrays, device, *read)
 
     monkeypatch.setattr(k, "bind", counting_bind)
     monkeypatch.setattr(k, "function", lambda device, arch: Recorded(lambda *a: launched.append(a)))

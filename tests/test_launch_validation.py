@@ -277,7 +277,7 @@ def fake_cuda_tensor(dtype: str, shape: tuple[int, ...] = (4, 8)) -> Any:
     """What the launcher reads of a CUDA torch tensor (torch itself is not needed)."""
     kind = type("Tensor", (), {"__module__": "torch"})
     t = kind()
-    t.is_cuda, t.dtype, t.shape, t.device = True, FakeTorchDtype(dtype), shape, SimpleNamespace(index=0)
+    t.is_cuda, t.dtype, t.shape, t.device = True, FakeTorchDtype(dtype), shape, SimpleNamespace(type="cuda", index=0)
     t.data_ptr = lambda: BASE
     t.stride = lambda: tuple(s // 2 for s in packed(shape, 2))
     t.is_neg = t.is_conj = lambda: False
@@ -495,15 +495,28 @@ def test_non_arrays_are_refused(thing: object) -> None:
 
 
 def test_cpu_torch_tensor_is_refused() -> None:
+    class Cpu:  # torch.device("cpu"), as the launcher reads it
+        type, index = "cpu", None
+
+        def __str__(self) -> str:
+            return "cpu"
+
     class Tensor:
         __module__ = "torch"
         is_cuda = False
-        device = "cpu"
+        device = Cpu()
+        shape, dtype = (40,), FakeTorchDtype("float32")
 
         def is_neg(self) -> bool:
             return False
 
         is_conj = is_neg
+
+        def stride(self) -> tuple[int, ...]:
+            return (1,)
+
+        def data_ptr(self) -> int:
+            return BASE
 
     text = refused("LG608", FWD, fwd_args(b=Tensor()), "b")
     assert "torch tensor on cpu is not on a CUDA device" in text

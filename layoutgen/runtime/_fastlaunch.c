@@ -139,6 +139,8 @@ static PyObject *grad_enabled = NULL;    /* torch.is_grad_enabled */
 static PyObject *mode_enabled = NULL;    /* torch._C._is_torch_function_mode_enabled, or NULL */
 static PyObject *bump = NULL;            /* what TorchWrites.record calls with a tuple of tensors */
 static PyObject *dlpack_types = NULL;    /* tuple: tensor types read through DLPack (their reads never dispatch) */
+static PyObject *dl_dtypes = NULL;       /* dict: torch dtype -> the DLPack dtype it exports as (code | bits << 8 | ...) */
+static PyObject *inference_enabled = NULL;  /* torch.is_inference_mode_enabled */
 static uint32_t ambiguous[64];           /* DLPack dtypes more than one torch dtype exports as */
 /* torch.Tensor.is_neg and .requires_grad, where they are C descriptors: called here without the method-call
  * machinery (~40 ns a tensor) while the tensor's type still finds them (see tensor_is_neg). */
@@ -154,7 +156,7 @@ static PyObject *device_hook = NULL;  /* ... and for the driver's current device
 
 static PyObject *s_data, *s_ptr, *s_device_id, *s_shape, *s_strides, *s_dtype, *s_size, *s_data_ptr, *s_stride,
     *s_device, *s_is_neg, *s_requires_grad, *s_stream, *s_cuda_stream, *s_type, *s_index, *s_cuda, *s_cpu,
-    *s_exchange;
+    *s_exchange, *s_is_inference;
 
 /* A read that failed: its error is cleared (the Python path runs the call, and raises what it raises), unless
  * it is no Exception (KeyboardInterrupt, SystemExit), which stays set: it is the call's. 1: cleared (or none).
@@ -319,7 +321,10 @@ static DLTensorFromPyObjectFn exchange_api(PyTypeObject *type) {
  * of a few nanoseconds instead of two calls into torch's Python C API and a getter; the version bump of one
  * tensor; whether a torch function mode is on. Its layout is that file's TorchReader (kAbi 1). Used only for the types listed
  * in dlpack_types, whose objects are THPVariables. */
-enum { TORCH_READER_MAGIC = 0x4c475452, TORCH_READER_ABI = 1, TORCH_NEG = 1, TORCH_REQUIRES_GRAD = 2 };
+enum { TORCH_READER_MAGIC = 0x4c475452, TORCH_READER_ABI = 1, TORCH_NEG = 1, TORCH_REQUIRES_GRAD = 2, TORCH_INFERENCE = 4 };
+/* The name of the capsule that carries a TorchReader table (_torch_cxx_reader.cpp makes it): use_torch_reader
+ * takes nothing else, so no importable name takes an address. */
+#define TORCH_READER_CAPSULE "layoutgen.runtime._torch_cxx_reader.TorchReader"
 typedef struct {
     uint32_t magic, abi;
     int (*read)(PyObject *tensor, DLTensor *out, int *bits);
@@ -327,6 +332,7 @@ typedef struct {
     int (*function_modes)(void);
 } TorchReader;
 static const TorchReader *cxx_reader = NULL;  /* use_torch_reader(); NULL: the exchange API and is_neg() */
+static PyObject *cxx_capsule = NULL;  /* the capsule cxx_reader came in: held, so its library stays loaded */
 static CurrentWorkStreamFn torch_work_stream = NULL;  /* use_torch(): torch.Tensor's exchange API's, or NULL */
 static PyObject *torch_stream_read = NULL;  /* use_torch(): driver.torch_stream(device) -> TorchCurrentStream */
 static int cxx_calls = 0;  /* its bump and function_modes agree with this torch's calls (torch_cxx_reader.py) */
@@ -376,6 +382,7 @@ typedef struct {
     uint32_t dl_dtype;  /* DLPack: code | bits << 8 | lanes << 16 */
     int64_t device;     /* CuPy: device_id; DLPack: device_type << 32 | device_id */
     int requires_grad;  /* DLPack through the C++ reader: t.requires_grad as torch's own getter reads it; else -1 */
+    int inference;      /* DLPack through the C++ reader: t.is_inference(); else -1 */
     PyObject *f[5];     /* CuPy attrs: shape, strides, dtype, device_id; torch: + device, is_neg; reader: signature */
 } Read;
 
@@ -391,6 +398,7 @@ static void clear_read(Read *r) {
     r->dl_dtype = 0;
     r->device = 0;
     r->requires_grad = -1;
+    r->inference = -1;
     for (int k = 0; k < 5; k++)
         r->f[k] = NULL;
 }
@@ -521,6 +529,7 @@ static int read_dlpack(PyObject *t, Kind *kind, Read *r) {
         if (own & OWN_IS_NEG) {
             if (own & OWN_REQUIRES_GRAD)
                 r->requires_grad = (bits & TORCH_REQUIRES_GRAD) != 0;  /* what torch's own getter answers */
+            r->inference = (bits & TORCH_INFERENCE) != 0;
             return 1;
         }
     }
@@ -543,6 +552,7 @@ static int read_array(PyObject *a, int mode, Kind *kind, PyObject *reader, Read 
     r->type = Py_TYPE(a);
     r->mode = mode;
     r->requires_grad = -1;
+    r->inference = -1;
     if (mode == MODE_CUPY_FIELDS) {
         if (read_cupy_fields(a, kind, r))
             return 1;
@@ -1112,8 +1122,8 @@ static int launch_call(Launcher *self, PyObject *const *args, size_t nargsf, PyO
     }
     if (plan == NULL)
         goto out;
-    for (int i = 0; i < n; i++)  /* LG606 on the Python path */
-        if (reads[i].ptr & plan->masks[i])
+    for (int i = 0; i < n; i++)  /* LG606 on the Python path; a null pointer: LG634 (or an empty array's) */
+        if (reads[i].ptr & plan->masks[i] || reads[i].ptr == 0)
             goto out;
     for (int k = 0; k < plan->n_pairs; k++) {  /* LG614: Extents.first_overlap */
         const Pair *q = &plan->pairs[k];
@@ -1138,6 +1148,26 @@ static int launch_call(Launcher *self, PyObject *const *args, size_t nargsf, PyO
     for (int k = 0; k < plan->n_symbols; k++)
         buffer[count++] = plan->symbols[k];
     plan = NULL;  /* Python code runs from here on */
+    if (n_written) {  /* LG635 on the Python path: an inference tensor written outside inference mode */
+        int inference = 0;
+        for (int k = 0; !inference && k < n_written; k++) {
+            inference = reads[written[k]].inference;
+            if (inference < 0) {  /* not read with the rest: asked */
+                PyObject *is = PyObject_CallMethodNoArgs(arrays[written[k]], s_is_inference);
+                inference = is == NULL ? -1 : PyObject_IsTrue(is);
+                Py_XDECREF(is);
+            }
+        }
+        if (inference == 1) {  /* allowed in inference mode, as torch allows it */
+            PyObject *on = inference_enabled ? call_held(inference_enabled, NULL) : NULL;
+            inference = on == NULL ? -1 : PyObject_IsTrue(on) == 1 ? 0 : -1;
+            Py_XDECREF(on);
+        }
+        if (inference) {  /* refused, or a read failed: the Python path decides */
+            swallow();
+            goto handover_held;
+        }
+    }
     if (n_written) {  /* LG618 on the Python path (TorchWrites.check): a written tensor that requires grad, in
                        * grad mode. Each tensor's flag is read first (a getter), the grad mode (a call) only
                        * where one is set: the same calls refused, a call fewer where none is (an output's usual
@@ -1294,10 +1324,28 @@ static int torch_device_is(PyObject *device, int64_t dl) {
     return ok;
 }
 
+/* Whether the DLPack dtype of a read (and, where ambiguous, its torch dtype) is torch dtype `dtype`: the one
+ * use_torch was told it exports as. A tensor's dtype changes in place (`t.data = ...`): a plan keyed on a read
+ * must be keyed on the dtype validated. */
+static int torch_dtype_is(PyObject *dtype, const Read *r) {
+    if (dl_dtypes == NULL || (r->dtype != NULL && r->dtype != dtype))
+        return 0;
+    PyObject *code = PyDict_GetItemWithError(dl_dtypes, dtype);  /* borrowed; a dict of torch's own objects */
+    if (code == NULL || !PyLong_Check(code)) {
+        PyErr_Clear();
+        return 0;
+    }
+    unsigned long long v = PyLong_AsUnsignedLongLong(code);
+    if (PyErr_Occurred()) {
+        PyErr_Clear();
+        return 0;
+    }
+    return v == r->dl_dtype;
+}
+
 /* Whether the C-level read `r` of an array holds what its Python reader read (`sig`, `ptr`): cupy_reader's
- * (type, shape, strides, dtype, device_id) or torch_reader's (type, shape, stride(), dtype, device, is_neg()).
- * A torch dtype is not compared here: a tensor's reads say another dtype only under a torch function mode,
- * where no plan is keyed on DLPack. */
+ * (type, shape, strides, dtype, device_id) or torch_reader's (type, shape, stride(), dtype, device, is_neg()),
+ * every field: a plan taught with a validated read is keyed on the C read only where the two are one. */
 static int read_agrees(const Read *r, PyObject *sig, uint64_t ptr) {
     if (r->ptr != ptr || !PyTuple_Check(sig) || PyTuple_GET_SIZE(sig) < 1 || PyTuple_GET_ITEM(sig, 0) != (PyObject *)r->type)
         return 0;
@@ -1309,7 +1357,7 @@ static int read_agrees(const Read *r, PyObject *sig, uint64_t ptr) {
     }
     return r->mode == MODE_DLPACK && PyTuple_GET_SIZE(sig) == 6 && ints_equal(PyTuple_GET_ITEM(sig, 1), r->shape, r->ndim)
            && ints_equal(PyTuple_GET_ITEM(sig, 2), r->strides, r->ndim) && PyTuple_GET_ITEM(sig, 5) == Py_False
-           && torch_device_is(PyTuple_GET_ITEM(sig, 4), r->device);
+           && torch_dtype_is(PyTuple_GET_ITEM(sig, 3), r) && torch_device_is(PyTuple_GET_ITEM(sig, 4), r->device);
 }
 
 /* List a kind: where another call (Python code ran since the caller looked) listed it first, or the list is
@@ -1564,23 +1612,34 @@ static int Launcher_init(Launcher *self, PyObject *args, PyObject *kwds) {
         PyErr_SetString(PyExc_TypeError, "`fallback` and `scalar_check` must be callable");
         return -1;
     }
+    /* Built into locals first: reading a scalar's `finite` runs its __bool__, which may call __init__ again
+     * (and teach the Launcher plans of its own counts): only a Launcher still not initialised once all Python
+     * code here has run takes these values, in whole. */
+    int kinds[MAX_VALUES], finites[MAX_VALUES];
     for (Py_ssize_t k = 0; k < n_scalars; k++) {  /* each scalar: (dtype name, finite) */
         const char *dtype;
         int finite;
         if (!PyArg_ParseTuple(PyTuple_GET_ITEM(scalars, k), "sp", &dtype, &finite))
             return -1;
-        if ((self->scalar_kinds[k] = kind_of(dtype)) < 0) {
+        if ((kinds[k] = kind_of(dtype)) < 0) {
             PyErr_Format(PyExc_ValueError, "no scalar dtype %s", dtype);
             return -1;
         }
-        self->scalar_finite[k] = finite;
+        finites[k] = finite;
     }
-    Py_XSETREF(self->name, Py_NewRef(name));
-    Py_XSETREF(self->fallback, Py_NewRef(fallback));
-    Py_XSETREF(self->scalar_check, Py_NewRef(scalar_check));
+    if (self->fallback != NULL) {  /* initialised meanwhile, by the Python code above */
+        PyErr_SetString(PyExc_TypeError, "a Launcher is initialised once");
+        return -1;
+    }
+    memcpy(self->scalar_kinds, kinds, sizeof kinds[0] * (size_t)n_scalars);
+    memcpy(self->scalar_finite, finites, sizeof finites[0] * (size_t)n_scalars);
+    /* no Python code runs from here on: the fields are NULL (a Launcher is initialised once) */
+    self->name = Py_NewRef(name);
+    self->scalar_check = Py_NewRef(scalar_check);
     self->n_arrays = n_arrays;
     self->n_scalars = (int)n_scalars;
     self->vectorcall = Launcher_vectorcall;
+    self->fallback = Py_NewRef(fallback);  /* last: what says the Launcher is initialised */
     return 0;
 }
 
@@ -1769,6 +1828,15 @@ static int Steps_init(Steps *self, PyObject *args, PyObject *kwds) {
         PyMem_Free(steps);
         return -1;
     }
+    /* A buffer index's __index__ and a value's __int__ are Python code, which may have initialised these Steps
+     * meanwhile: the steps built here are let go, never those (nor put over them, leaking theirs). */
+    if (self->steps != NULL) {
+        for (Py_ssize_t k = 0; k < n; k++)
+            Py_XDECREF(steps[k].launch);
+        PyMem_Free(steps);
+        PyErr_SetString(PyExc_TypeError, "Steps are initialised once");
+        return -1;
+    }
     Py_XSETREF(self->name, Py_NewRef(name));
     self->n_steps = (int)n;
     self->n_buffers = n_buffers;
@@ -1897,11 +1965,12 @@ static PyObject *configure(PyObject *module, PyObject *args) {
     Py_RETURN_NONE;
 }
 
-/* use_torch(grad_enabled, mode_enabled | None, bump, dlpack_types, ambiguous, torch_stream): torch's calls
- * (once). */
+/* use_torch(grad_enabled, mode_enabled | None, bump, dlpack_types, ambiguous, torch_stream, dl_dtypes,
+ * inference_enabled): torch's calls (once). */
 static PyObject *use_torch(PyObject *module, PyObject *args) {
-    PyObject *ge, *me, *bu, *types, *amb, *ts;
-    if (!PyArg_ParseTuple(args, "OOOO!O!O", &ge, &me, &bu, &PyTuple_Type, &types, &PyTuple_Type, &amb, &ts))
+    PyObject *ge, *me, *bu, *types, *amb, *ts, *dd, *ie;
+    if (!PyArg_ParseTuple(args, "OOOO!O!OO!O", &ge, &me, &bu, &PyTuple_Type, &types, &PyTuple_Type, &amb, &ts,
+                          &PyDict_Type, &dd, &ie))
         return NULL;
     if (PyTuple_GET_SIZE(amb) > (Py_ssize_t)(sizeof ambiguous / sizeof ambiguous[0])) {
         PyErr_SetString(PyExc_ValueError, "too many ambiguous DLPack dtypes");
@@ -1919,6 +1988,10 @@ static PyObject *use_torch(PyObject *module, PyObject *args) {
     Py_XSETREF(bump, Py_NewRef(bu));
     Py_XSETREF(dlpack_types, Py_NewRef(types));
     Py_XSETREF(torch_stream_read, Py_NewRef(ts));
+    Py_XSETREF(dl_dtypes, PyDict_Copy(dd));  /* a copy: no caller changes it under a read */
+    Py_XSETREF(inference_enabled, Py_NewRef(ie));
+    if (dl_dtypes == NULL)
+        return NULL;
     torch_work_stream = NULL;  /* torch.Tensor's, where its exchange API has one */
     if (PyTuple_GET_SIZE(types) > 0 && PyType_Check(PyTuple_GET_ITEM(types, 0))) {
         const DLPackExchangeAPI *table = exchange_table((PyTypeObject *)PyTuple_GET_ITEM(types, 0));
@@ -1950,33 +2023,39 @@ static PyObject *use_torch(PyObject *module, PyObject *args) {
     Py_RETURN_NONE;
 }
 
-/* use_torch_reader(address, calls): read the listed torch types through the C++ reader whose table is at
- * `address` (layoutgen_torch_reader() of a library torch_cxx_reader.py built and keeps loaded), and where
- * `calls`, bump their versions and ask for function modes through it too; use_torch_reader(None, False):
- * through the exchange API and torch's Python calls again. */
+/* use_torch_reader(capsule, calls): read the listed torch types through the C++ reader whose table the capsule
+ * carries (named TORCH_READER_CAPSULE: made by layoutgen_torch_reader_capsule() of a library torch_cxx_reader.py
+ * built), and where `calls`, bump their versions and ask for function modes through it too;
+ * use_torch_reader(None, False): through the exchange API and torch's Python calls again. Nothing else is
+ * taken: an address (an int) could point anywhere. */
 static PyObject *use_torch_reader(PyObject *module, PyObject *args) {
-    PyObject *address;
+    PyObject *capsule;
     int calls;
-    if (!PyArg_ParseTuple(args, "Op", &address, &calls))
+    if (!PyArg_ParseTuple(args, "Op", &capsule, &calls))
         return NULL;
-    if (address == Py_None) {
+    if (capsule == Py_None) {
         cxx_reader = NULL;
         cxx_calls = 0;
+        Py_CLEAR(cxx_capsule);
         Py_RETURN_NONE;
     }
-    const TorchReader *table = PyLong_AsVoidPtr(address);
-    if (table == NULL) {
-        if (!PyErr_Occurred())
-            PyErr_SetString(PyExc_ValueError, "the torch reader's table is at address 0");
+    if (!PyCapsule_IsValid(capsule, TORCH_READER_CAPSULE)) {
+        PyErr_SetString(PyExc_TypeError, "use_torch_reader() takes the torch reader's capsule (\"" TORCH_READER_CAPSULE
+                                         "\") or None");
         return NULL;
     }
+    const TorchReader *table = PyCapsule_GetPointer(capsule, TORCH_READER_CAPSULE);
+    if (table == NULL)
+        return NULL;
     if (table->magic != TORCH_READER_MAGIC || table->abi != TORCH_READER_ABI || table->read == NULL
         || table->bump == NULL || table->function_modes == NULL) {
         PyErr_Format(PyExc_ValueError, "not a torch reader table of ABI %d", TORCH_READER_ABI);
         return NULL;
     }
+    Py_INCREF(capsule);
     cxx_reader = table;
     cxx_calls = calls;
+    Py_XSETREF(cxx_capsule, capsule);
     Py_RETURN_NONE;
 }
 
@@ -2173,10 +2252,11 @@ static PyMethodDef module_methods[] = {
     {"configure", configure, METH_VARARGS, "configure(readers, cupy_reader, torch_reader, stream_handle, "
      "stream_readers, cupy_handle, torch_handle, array_type, array_data)"},
     {"use_torch", use_torch, METH_VARARGS,
-     "use_torch(grad_enabled, mode_enabled, bump, dlpack_types, ambiguous, torch_stream)"},
-    {"use_torch_reader", use_torch_reader, METH_VARARGS, "use_torch_reader(address | None, calls): read torch's "
-     "listed tensor types through the C++ reader's table at address (torch_cxx_reader.py), and where calls, bump "
-     "versions and ask for function modes through it"},
+     "use_torch(grad_enabled, mode_enabled, bump, dlpack_types, ambiguous, torch_stream, dl_dtypes, "
+     "inference_enabled)"},
+    {"use_torch_reader", use_torch_reader, METH_VARARGS, "use_torch_reader(capsule | None, calls): read torch's "
+     "listed tensor types through the C++ reader's table the capsule carries (torch_cxx_reader.py), and where "
+     "calls, bump versions and ask for function modes through it"},
     {"set_hook", set_hook, METH_VARARGS, "set_hook(callable | None, device=None): call callable(launch, blocks, "
      "block, shared, stream, handle, parameters) instead of cuLaunchKernel (False: the driver refused it) and "
      "device() for the current device (tests)"},
@@ -2220,6 +2300,7 @@ PyMODINIT_FUNC PyInit__fastlaunch(void) {
     INTERN(s_cuda, "cuda");
     INTERN(s_cpu, "cpu");
     INTERN(s_exchange, "__dlpack_c_exchange_api__");
+    INTERN(s_is_inference, "is_inference");
 #undef INTERN
     if (PyType_Ready(&LauncherType) < 0 || PyType_Ready(&StepsType) < 0)
         return NULL;

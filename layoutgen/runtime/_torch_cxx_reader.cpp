@@ -34,13 +34,15 @@ namespace {
 
 constexpr std::uint32_t kMagic = 0x4c475452;  // "LGTR"
 constexpr std::uint32_t kAbi = 1;
-constexpr int kNeg = 1, kRequiresGrad = 2;  // read's bits
+constexpr int kNeg = 1, kRequiresGrad = 2, kInference = 4;  // read's bits
+// The capsule's name: _fastlaunch.c's use_torch_reader takes the table only in a capsule of this name.
+constexpr const char *kCapsule = "layoutgen.runtime._torch_cxx_reader.TorchReader";
 
 struct TorchReader {
     std::uint32_t magic, abi;
     // 0: `out` holds the tensor's DLTensor (shape and strides point into the tensor, valid while it is
-    // unchanged) and `*bits` its neg bit (kNeg) and requires_grad flag (kRequiresGrad); -1: it cannot be read
-    // so (torch threw), nothing set.
+    // unchanged) and `*bits` its neg bit (kNeg), requires_grad flag (kRequiresGrad) and whether it is an
+    // inference tensor (kInference); -1: it cannot be read so (torch threw), nothing set.
     int (*read)(PyObject *tensor, DLTensor *out, int *bits);
     // 0: the version counter bumped (or, for an inference tensor, left as torch leaves it); -1: torch threw.
     int (*bump)(PyObject *tensor);
@@ -100,7 +102,7 @@ int read(PyObject *tensor, DLTensor *out, int *bits) noexcept {
         out->shape = const_cast<std::int64_t *>(t.sizes().data());
         out->strides = const_cast<std::int64_t *>(t.strides().data());
         out->byte_offset = 0;
-        *bits = (t.is_neg() ? kNeg : 0) | (t.requires_grad() ? kRequiresGrad : 0);
+        *bits = (t.is_neg() ? kNeg : 0) | (t.requires_grad() ? kRequiresGrad : 0) | (t.is_inference() ? kInference : 0);
         return 0;
     } catch (...) {
         return -1;
@@ -124,4 +126,10 @@ const TorchReader table{kMagic, kAbi, read, bump, function_modes};
 
 }  // namespace
 
+// The table's address (torch_cxx_reader.py's own checks of its calls, through ctypes).
 extern "C" __attribute__((visibility("default"))) const void *layoutgen_torch_reader() { return &table; }
+
+// The table in a capsule: what _fastlaunch.use_torch_reader takes (a new reference; NULL with an error set).
+extern "C" __attribute__((visibility("default"))) PyObject *layoutgen_torch_reader_capsule() {
+    return PyCapsule_New(const_cast<TorchReader *>(&table), kCapsule, nullptr);
+}

@@ -97,30 +97,63 @@ def _elements(byte_strides: Any, itemsize: int, shape: tuple[int, ...]) -> tuple
     return elements
 
 
-def _from_cupy(a: Any) -> ArrayInfo:
-    name, itemsize = _dtype(a.dtype)
-    shape = a.shape
+# -- the fast readers and what their reads say ----------------------------------------------------------
+#
+# A fast reader reads an array once into its signature (its type first, then everything a plan's checks
+# depend on but the pointer) and its pointer: what a launcher keys its plans on. Its ``*_info`` turns that
+# same read into the ArrayInfo the checks run on, so that a plan is keyed on exactly what was validated.
+
+
+def cupy_reader(a: Any) -> tuple[tuple[Any, ...], int]:
     data = a.data
-    return ArrayInfo(data.ptr, shape, _elements(a.strides, itemsize, shape), name, data.device_id, False)
+    return (type(a), a.shape, a.strides, a.dtype, data.device_id), data.ptr
 
 
-def _from_torch(t: Any) -> ArrayInfo:
+def cupy_info(a: Any, signature: tuple[Any, ...], ptr: int) -> ArrayInfo:
+    """The ArrayInfo of a :func:`cupy_reader` read (``a`` is not read again)."""
+    _, shape, strides, dtype, device = signature
+    name, itemsize = _dtype(dtype)
+    return ArrayInfo(ptr, shape, _elements(strides, itemsize, shape), name, device, False)
+
+
+def torch_reader(t: Any) -> tuple[tuple[Any, ...], int]:
+    # is_neg(): a negative view reads like its base but must be refused (LG608). The conjugate bit needs no
+    # place here: only complex tensors have it, and they never pass (LG602), so they are never cached.
+    return (type(t), t.shape, t.stride(), t.dtype, t.device, t.is_neg()), t.data_ptr()
+
+
+#: The torch device types whose tensors are device arrays (the tests, without a GPU, add "cpu").
+TORCH_DEVICE_TYPES = frozenset({"cuda"})
+
+
+def torch_info(t: Any, signature: tuple[Any, ...], ptr: int) -> ArrayInfo:
+    """The ArrayInfo of a :func:`torch_reader` read. Only a complex tensor is asked anything more (its
+    conjugate bit, for the message): whatever it answers, it is refused."""
+    _, shape, stride, dtype, device, neg = signature
     # torch's lazy negation and conjugation are bits on the tensor, not in its memory: a kernel reading
     # data_ptr() would see the values un-negated (un-conjugated).
-    if t.is_neg():
+    if neg:
         raise ArrayKindError("a torch tensor with its negative bit set (`torch._neg_view`, or the imaginary part of "
                              "a conjugate view) would be read without the negation",
                              hint="materialise it once: `t.resolve_neg()`")
-    if t.is_conj():
+    if getattr(dtype, "is_complex", False) and t.is_conj():
         raise ArrayKindError("a torch tensor with its conjugate bit set (`t.conj()`) would be read unconjugated",
                              hint="materialise it once: `t.resolve_conj()`")
-    if not t.is_cuda:
-        raise ArrayKindError(f"a torch tensor on {t.device} is not on a CUDA device")
-    dtype = _TORCH_NAMES.get(t.dtype)
-    if dtype is None:
-        text = str(t.dtype)
-        dtype = _TORCH_NAMES[t.dtype] = _TORCH_DTYPES.get(text, text)
-    return ArrayInfo(t.data_ptr(), tuple(t.shape), tuple(t.stride()), dtype, t.device.index or 0, False)
+    if getattr(device, "type", None) not in TORCH_DEVICE_TYPES:
+        raise ArrayKindError(f"a torch tensor on {device} is not on a CUDA device")
+    name = _TORCH_NAMES.get(dtype)
+    if name is None:
+        text = str(dtype)
+        name = _TORCH_NAMES[dtype] = _TORCH_DTYPES.get(text, text)
+    return ArrayInfo(ptr, tuple(shape), tuple(stride), name, device.index or 0, False)
+
+
+def _from_cupy(a: Any) -> ArrayInfo:
+    return cupy_info(a, *cupy_reader(a))
+
+
+def _from_torch(t: Any) -> ArrayInfo:
+    return torch_info(t, *torch_reader(t))
 
 
 _TORCH_NAMES: dict[Any, str] = {}  # torch dtype -> numpy name; ``str(dtype)`` once per dtype
@@ -137,15 +170,21 @@ def _from_interface(a: Any) -> ArrayInfo:
     ptr, readonly = cai["data"]
     if cai.get("mask") is not None:
         raise ArrayKindError(f"a masked {type(a).__name__} (its __cuda_array_interface__ has a mask) is not supported")
-    shape = tuple(cai["shape"])
-    name, itemsize = _dtype(cai["typestr"])
-    strides = cai.get("strides")
-    if strides is None:  # C-contiguous
-        elements = packed_strides(shape)
-    else:
-        elements = _elements(strides, itemsize, shape)
-    device = _interface_device(a)
-    return ArrayInfo(int(ptr or 0), shape, elements, name, device, bool(readonly))
+    return interface_info(cai["shape"], cai["typestr"], cai.get("strides"), ptr, readonly, _interface_device(a))
+
+
+def interface_info(shape: Any, typestr: str, byte_strides: Any, ptr: Any, readonly: Any, device: int) -> ArrayInfo:
+    """The ArrayInfo of one read of a ``__cuda_array_interface__`` (byte strides, None where packed). The
+    pointer is kept as given (``None``: 0, an empty array's): a launch refuses one that is no address (LG633,
+    LG634)."""
+    shape = tuple(shape)
+    name, itemsize = _dtype(typestr)
+    elements = packed_strides(shape) if byte_strides is None else _elements(byte_strides, itemsize, shape)
+    if ptr is None:
+        ptr = 0
+    elif isinstance(ptr, bool) or not isinstance(ptr, (int, np.integer)):  # a float, a string: no address
+        raise ArrayKindError(f"the data pointer of a __cuda_array_interface__ must be an int, got {ptr!r}")
+    return ArrayInfo(int(ptr), shape, elements, name, device, bool(readonly))
 
 
 def packed_strides(shape: tuple[int, ...]) -> tuple[int, ...]:

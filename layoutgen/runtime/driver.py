@@ -46,11 +46,27 @@ _GET_DEVICE: Any = None
 _NO_DEVICE: Any = None  # CuPy's CUDARuntimeError: what getDevice raises without a driver or a GPU
 
 
+def import_cupy() -> Any:
+    """CuPy, which every launch needs (the device, streams, the loaded kernels); LG636 where it is not installed,
+    naming the extra that installs it."""
+    try:
+        import cupy
+    except ModuleNotFoundError as exc:
+        if exc.name != "cupy":  # CuPy is there but broken: its own error says what is missing
+            raise
+        raise LaunchError(Diagnostic(
+            "LG636", "a launch needs CuPy (the device, its streams, the loaded kernels), which is not installed here",
+            hint="install layoutgen with the extra of your CUDA driver's major version: "
+            "`pip install 'layoutgen[cuda13]'` (CUDA 13) or `pip install 'layoutgen[cuda12]'` (CUDA 12); "
+            "`nvidia-smi` shows the driver's CUDA version")) from None
+    return cupy
+
+
 def find_device() -> int | None:
-    """The current CUDA device (CuPy's), or None when CuPy finds none (no driver, no GPU)."""
+    """The current CUDA device (CuPy's), or None when CuPy finds none (no driver, no GPU). LG636 without CuPy."""
     global _GET_DEVICE, _NO_DEVICE
     if _GET_DEVICE is None:
-        import cupy
+        cupy = import_cupy()
 
         _NO_DEVICE, _GET_DEVICE = cupy.cuda.runtime.CUDARuntimeError, cupy.cuda.runtime.getDevice
     try:

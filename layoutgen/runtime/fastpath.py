@@ -53,7 +53,7 @@ import importlib
 import inspect
 import sys
 import warnings
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, cast
 
 from . import driver, torch_cxx_reader
@@ -165,24 +165,19 @@ def _launched_in_c(launch: Any, module: Any) -> int | None:
     return shared if type(base) is PackedLaunch or module.get_hook() is not None else None
 
 
-def learn(fast: Any, plan: Any, arrays: Sequence[Any], readers: Mapping[type, Any]) -> None:
-    """Teach ``fast`` the plan (``launch._Plan``) the Python path just validated ``arrays`` to.
+def learn(fast: Any, plan: Any, arrays: Sequence[Any], signatures: Sequence[Any], pointers: Sequence[int]) -> None:
+    """Teach ``fast`` the plan (``launch._Plan``) the Python path just validated ``arrays`` to, keyed on the
+    read it validated (each array's reader's ``signatures``, and ``pointers``): never on a read of its own.
 
     Nothing where the plan does not launch through ``cuLaunchKernel`` (unless
-    a test's hook stands in for it) or an array has no fast reader.
+    a test's hook stands in for it). The C side keeps its own read of an
+    array only where it gives exactly these values; else it matches that
+    argument on its signature, read as the Python reader reads it.
     """
     launch = plan.launch
     shared = _launched_in_c(launch, extension()[0])
     if shared is None:
         return
-    signatures, pointers = [], []
-    for a in arrays:
-        reader = readers.get(type(a))
-        if reader is None:
-            return
-        signature, pointer = reader(a)
-        signatures.append(signature)
-        pointers.append(pointer)
     checked = plan.checked
     written = checked.written
     if not _torch and "torch" in sys.modules:  # a torch tensor exists only once torch is imported
@@ -218,8 +213,8 @@ def program_steps(name: str, n_buffers: int,
 
 def use_torch() -> None:
     """Give the extension torch's calls: the grad mode, the torch function mode, the version bump, the tensor
-    types read through DLPack, the DLPack dtypes more than one torch dtype exports as, and torch's current
-    stream (once)."""
+    types read through DLPack, the DLPack dtype each torch dtype exports as (and those more than one does),
+    torch's current stream and the inference mode (once)."""
     torch = sys.modules.get("torch")
     module = extension()[0]
     if torch is None or module is None or _torch:
@@ -229,16 +224,23 @@ def use_torch() -> None:
     plain = getattr(torch._C, "_disabled_torch_function_impl", None)
     types = (torch.Tensor,) + ((torch.nn.Parameter,) if plain is not None
                                and torch.nn.Parameter.__torch_function__ is plain else ())
-    module.use_torch(torch.is_grad_enabled, modes, version_bump(), types if modes is not None else (),
-                     _ambiguous_dtypes(torch, module), driver.torch_stream)
+    exported = _exported_dtypes(torch, module)
+    seen: dict[int, int] = {}
+    for code in exported.values():
+        seen[code] = seen.get(code, 0) + 1
+    ambiguous = tuple(sorted(code for code, count in seen.items() if count > 1))
+    module.use_torch(torch.is_grad_enabled, modes, version_bump(), types if modes is not None else (), ambiguous,
+                     driver.torch_stream, exported, torch.is_inference_mode_enabled)
     torch_cxx_reader.install(module, torch)
     _torch.append(True)  # only once given: an interrupted first time leaves it to the next plan
 
 
-def _ambiguous_dtypes(torch: Any, module: Any) -> tuple[int, ...]:
-    """DLPack dtypes (code | bits << 8 | lanes << 16) that more than one torch dtype exports as: torch's
-    sub-byte integers are stored, and exported, as bytes. The C side reads ``t.dtype`` of those."""
-    seen: dict[int, set[Any]] = {}
+def _exported_dtypes(torch: Any, module: Any) -> dict[Any, int]:
+    """Each torch dtype's DLPack dtype (code | bits << 8 | lanes << 16), as the C side reads a tensor of it: a
+    plan is keyed on a C read only where its dtype is the one validated. Where more than one torch dtype
+    exports as one DLPack dtype (torch's sub-byte integers are stored, and exported, as bytes), the C side
+    reads ``t.dtype`` too."""
+    exported: dict[Any, int] = {}
     for name in dir(torch):
         dtype = getattr(torch, name)
         if not isinstance(dtype, torch.dtype):
@@ -251,5 +253,5 @@ def _ambiguous_dtypes(torch: Any, module: Any) -> tuple[int, ...]:
                 continue
         if read is not None:
             code, bits, lanes = read[4]
-            seen.setdefault(code | bits << 8 | lanes << 16, set()).add(dtype)
-    return tuple(sorted(key for key, dtypes in seen.items() if len(dtypes) > 1))
+            exported[dtype] = code | bits << 8 | lanes << 16
+    return exported

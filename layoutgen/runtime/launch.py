@@ -39,7 +39,7 @@ from typing import Any, TypeVar, cast
 
 from ..schema.words import plural
 from . import fastpath
-from .arrays import ArrayKindError, array_info
+from .arrays import ArrayKindError
 from .cache import CubinCache
 from .debug import check_fault, clear_fault, scan_outputs
 from .driver import (Launch, check_stream, count_torch, current_device, device_arch, find_device, launch_stream,
@@ -50,6 +50,7 @@ from .occupancy import forget_function, size_launch
 from .plan import BlockRule, KernelSpec, LayoutSpec, ParamSpec, ScalarSpec, SharedArray
 from .readers import FAST_READERS as _FAST_READERS
 from .readers import cupy_reader as _cupy_reader  # noqa: F401  (named here by the tests, as before)
+from .readers import info_of, read_once
 from .readers import torch_reader as _torch_reader  # noqa: F401
 from .typed import Array
 from .validate import TorchWrites, check_param, check_scalar, kernel_extents, overlap_error, who
@@ -61,6 +62,9 @@ __all__ = [
 ]
 launch_path = fastpath.launch_path  # "compiled" or "python": the path launchers built now take
 _Function = TypeVar("_Function", bound=Any)
+
+#: One past the last device address: a pointer is 64 bits.
+_ADDRESSES = 2**64
 
 #: Blocks a one-dimensional CUDA grid may have (gridDim.x, every device since compute capability 3.0).
 #: Past it the driver refuses the launch, or CuPy truncates the count and launches part of the work.
@@ -110,10 +114,16 @@ class KernelLauncher:
         taught; its launch path is chosen anew from the environment (``LAYOUTGEN_PYTHON_LAUNCH``)."""
         return KernelLauncher(self.spec, self.folder, self.header, self.cache_dir, self.include_dirs)
 
-    def bind(self, arrays: tuple[Any, ...], device: int | None) -> tuple[list[int], dict[str, int]]:
+    def bind(self, arrays: tuple[Any, ...], device: int | None, reads: Sequence[tuple[Any, int]] = (),
+             signatures: list[Any] | None = None) -> tuple[list[int], dict[str, int]]:
         """Every argument checked against its parameter; the pointers and the bound symbols.
 
         ``device`` None (no device found) checks everything but the device.
+        Each array is read once: ``reads`` holds the launch's own read
+        (signature, pointer) of the first arrays, which is checked as it was
+        read; the others are read here. ``signatures``, where given, gets the
+        signature of each read checked (None for a kind checked on every
+        call): a plan is kept under exactly what was checked.
         """
         spec = self.spec
         params = spec.params
@@ -122,17 +132,25 @@ class KernelLauncher:
         bound: dict[str, int] = {}
         pointers = []
         passed = self._passed
+        n_read = len(reads)
         for i, a in enumerate(arrays):
             p = params[i]
             try:
-                info = array_info(a)
+                info = None
+                if i < n_read:  # read by the launch already: checked as read
+                    signature, ptr = reads[i]
+                    info = info_of(a, signature, ptr)
+                if info is None:
+                    signature, info = read_once(a)
             except ArrayKindError as exc:
                 raise launch_error("LG608", f"{who(spec.name, p)}: {exc}",
                                    hint=exc.hint or "pass a device array: CuPy, torch (CUDA) or JAX") from None
+            if signatures is not None:
+                signatures.append(signature)
             key = (i, info.shape, info.strides, info.dtype)
             symbols = passed.get(key)
             if (symbols is not None and info.device == device and not info.ptr % p.align
-                    and (not info.readonly or p.access == "in")):
+                    and 0 < info.ptr < _ADDRESSES and (not info.readonly or p.access == "in")):
                 for name, size in symbols:
                     if bound.setdefault(name, size) != size:
                         break  # a conflict: check_param below raises LG603
@@ -172,15 +190,17 @@ class KernelLauncher:
                 "the leading axis are packed arrays of the same layout)")
         return blocks
 
-    def check(self, arrays: tuple[Any, ...], device: int | None, stream: Any = None) -> tuple[_Checked, list[int]]:
+    def check(self, arrays: tuple[Any, ...], device: int | None, stream: Any = None,
+              reads: Sequence[tuple[Any, int]] = (), signatures: list[Any] | None = None) -> tuple[_Checked, list[int]]:
         """Every check of a launch, none of which needs a GPU: what was checked, and this call's pointers.
 
-        In order: each array against its parameter (LG601..LG608, LG610),
-        the grid (LG617), memory shared by a written argument (LG614), the
-        autograd state of written torch tensors (LG618) and the stream (LG616).
+        In order: each array against its parameter (LG601..LG608, LG610,
+        LG633, LG634), the grid (LG617), memory shared by a written argument
+        (LG614), the state of written torch tensors (LG635, LG618) and the
+        stream (LG616). ``reads`` and ``signatures`` are :meth:`bind`'s.
         """
         spec = self.spec
-        pointers, bound = self.bind(arrays, device)
+        pointers, bound = self.bind(arrays, device, reads, signatures)
         blocks = self.blocks(bound)
         extents = kernel_extents(spec.params, bound, spec.may_alias)
         overlap = extents.first_overlap(pointers)
@@ -225,6 +245,8 @@ class KernelLauncher:
         folder = self.folder
         source = (folder / self.spec.source).read_text(encoding="utf-8")
         headers = ((self.header, (folder / self.header).read_text(encoding="utf-8")),)
+        from .stamps import check as files_of_one_run  # LG640 for a kernel or header of another `generate`
+        files_of_one_run(self.spec.name, folder, ((self.spec.source, source), *headers))
         return CompileRequest(source=source, name=f"{folder.name}/{self.spec.source}", headers=headers, arch=arch,
                               include_dirs=tuple(str(folder / d) for d in self.include_dirs))
 
@@ -234,17 +256,22 @@ class KernelLauncher:
             return CubinCache.default()
         return CubinCache(self.folder / Path(self.cache_dir).expanduser())
 
-    def _plan(self, arrays: tuple[Any, ...], device: int | None, stream: Any) -> tuple[_Plan, list[int]]:
-        """Validate every argument (raises LaunchError): the launch, and this call's pointers."""
+    def _plan(self, arrays: tuple[Any, ...], device: int | None, stream: Any,
+              reads: Sequence[tuple[Any, int]]) -> tuple[_Plan, list[int], tuple[Any, ...] | None]:
+        """Validate every argument (raises LaunchError), each as the launch read it (``reads``, :meth:`bind`'s):
+        the launch, this call's pointers, and the key of what was validated (None where an array's kind is
+        validated on every call)."""
         global _CUPY_NDARRAY
-        checked, pointers = self.check(arrays, device, stream)
+        signatures: list[Any] = []
+        checked, pointers = self.check(arrays, device, stream, reads, signatures)
         if device is None:  # every argument fits: only now say that there is nothing to launch on
             raise no_device_error(f"`{self.spec.name}`")
         if _CUPY_NDARRAY is None:  # a CuPy array exists only once CuPy is imported; until then none is read inline
             _CUPY_NDARRAY = getattr(sys.modules.get("cupy"), "ndarray", None)
         launch, blocks = size_launch(self.spec, self.function(device, device_arch(device)), device,
                                      checked.blocks, checked.bound)  # shared memory, resident blocks: LG624, LG625
-        return _Plan(device, replace(checked, blocks=blocks) if blocks != checked.blocks else checked, launch), pointers
+        plan = _Plan(device, replace(checked, blocks=blocks) if blocks != checked.blocks else checked, launch)
+        return plan, pointers, None if None in signatures else (device, *signatures)
 
     def scalar_values(self, arguments: tuple[Any, ...]) -> tuple[tuple[Any, ...], list[int]]:
         """The arrays among ``arguments`` (one per array parameter, first) and the 8-byte launch values of the
@@ -282,42 +309,46 @@ class KernelLauncher:
         # The hot path, written flat because it runs on every launch: arrays whose
         # (type, shape, strides, dtype, device) all passed before need only their
         # pointers read, their alignment checked and, where one is written, their
-        # extents compared; torch outputs need their autograd state checked.
-        key: list[Any] | None = [device]
+        # extents compared; torch outputs need their autograd state checked. Each
+        # array is read once: a new key is validated as this read found it, so a
+        # plan is kept under exactly what was checked.
+        key: list[Any] = [device]
         pointers: list[int] = []
         cupy_array = _CUPY_NDARRAY
         bits = 0  # every pointer or-ed together: alignment is checked at once when nothing is misaligned
+        complete = True  # every array was read by a fast reader
         for a in arrays:
             kind = type(a)
-            if kind is cupy_array:
+            if kind is cupy_array:  # cupy_reader, inline
                 data = a.data
                 ptr = data.ptr
-                key += (a.shape, a.strides, a.dtype, data.device_id)  # type: ignore[operator]
+                key.append((kind, a.shape, a.strides, a.dtype, data.device_id))
                 pointers.append(ptr)
                 bits |= ptr
                 continue
             reader = _FAST_READERS.get(kind)
             if reader is None:  # a kind of array without a fast reader: validate it every call
-                key = None
+                complete = False
                 break
             signature, ptr = reader(a)
-            key.append(signature)  # type: ignore[union-attr]
+            key.append(signature)
             pointers.append(ptr)
             bits |= ptr
-        plan = None if key is None else self._plans.get(tuple(key))
+        plan = self._plans.get(tuple(key)) if complete else None
+        # a pointer off the widest alignment, null, or no 64-bit address: this read is checked in full below
+        # (LG606, LG634, LG633 naming the parameter, or a launch where an empty array has no pointer)
+        if plan is not None and (bits & plan.checked.any_mask or not 0 < bits < _ADDRESSES or 0 in pointers):
+            plan = None
         if plan is None:
-            plan, pointers = self._plan(arrays, device, stream)
-            if key is not None:
+            plan, pointers, validated = self._plan(arrays, device, stream, list(zip(key[1:], pointers)))
+            if validated is not None:
                 if len(self._plans) >= 256:
                     self._plans.clear()
-                self._plans[tuple(key)] = plan
+                self._plans[validated] = plan
             checked = plan.checked
         else:
+            validated = tuple(key)
             checked = plan.checked
-            if bits & checked.any_mask:  # some pointer is off the widest alignment: check each against its own
-                for ptr, mask in zip(pointers, checked.masks):
-                    if ptr & mask:
-                        self.bind(arrays, device)  # raises LG606 naming the parameter
             last = self._disjoint
             if checked.pairs and (last[0] is not plan or last[1] != pointers):  # buffers are mostly reused
                 for i, j, size_i, size_j, same_start in checked.pairs:  # Extents.first_overlap, inlined
@@ -327,8 +358,8 @@ class KernelLauncher:
                 self._disjoint = (plan, pointers[:])
             if checked.written is not None:
                 checked.written.check(self.spec.name, self.spec.params, arrays)
-        if fast is not None:  # validated here, so the compiled path missed it: teach it this plan
-            fastpath.learn(fast, plan, arrays, _FAST_READERS)
+        if fast is not None and validated is not None:  # the compiled path missed it: teach it what was checked
+            fastpath.learn(fast, plan, arrays, validated[1:], pointers)
         if not checked.blocks:
             return
         if stream is None and checked.torch_arrays:  # torch's current stream (LG616 where two libraries' differ)

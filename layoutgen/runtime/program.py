@@ -190,11 +190,11 @@ class ProgramRunner:
         pair = buffer_extents(layouts, bound).first_overlap(pointers)
         if pair is None:
             return
-        (start, stop, name), (next_start, _, next_name) = sorted(
+        (start, stop, name), (next_start, next_stop, next_name) = sorted(
             (pointers[i], pointers[i] + byte_size(layouts[i], bound), self.spec.buffers[i].name) for i in pair)
         raise LaunchError(Diagnostic(
             "LG613", f"program `{self.spec.name}` got the same memory for buffers `{name}` and `{next_name}` "
-            f"(0x{start:x}..0x{stop:x} and 0x{next_start:x}..)",
+            f"(0x{start:x}..0x{stop:x} and 0x{next_start:x}..0x{next_stop:x})",
             hint="give every buffer its own array: the program's dataflow checks count on it",
         ))
 

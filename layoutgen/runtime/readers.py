@@ -1,29 +1,33 @@
 """The fast readers of a launcher's hot path: what keys a validated plan, read from each kind of array.
 
-A reader returns an array's signature (its type, shape, strides, dtype and
-device: everything a plan's checks depend on but the pointer) and its
-pointer. The Python path keys its plans on the signatures; the compiled path
-(:mod:`.fastpath`) reads the same values at C level and confirms, on arrays
-these readers read, that its reads agree. Kinds without a reader
-(``__cuda_array_interface__`` arrays) are validated on every call.
+A reader returns an array's signature (its type first, then its shape,
+strides, dtype and device: everything a plan's checks depend on but the
+pointer) and its pointer, from one read of the array. Its entry in
+:data:`INFOS` turns that same read into the :class:`~.arrays.ArrayInfo` the
+checks run on: a launch that finds no plan validates the read it keyed on,
+never a second read, so a plan is kept under exactly what was checked (an
+array that another thread changes between two reads, or a torch function
+mode that answers two reads differently, cannot key one and pass the
+other). The Python path keys its plans on the signatures; the compiled path
+(:mod:`.fastpath`) reads the same values at C level and is taught each plan
+with the validated read. Kinds without a reader, or with a reader but no
+entry in :data:`INFOS`, are validated on every call
+(``__cuda_array_interface__`` arrays).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
-from .arrays import is_torch_tensor
+from .arrays import ArrayInfo, ArrayKindError, array_info, cupy_info, cupy_reader, is_torch_tensor, torch_info
+from .arrays import torch_reader as torch_reader
 
+__all__ = ["FAST_READERS", "INFOS", "Readers", "cupy_reader", "read_once", "torch_reader"]
 
-def cupy_reader(a: Any) -> tuple[tuple[Any, ...], int]:
-    data = a.data
-    return (type(a), a.shape, a.strides, a.dtype, data.device_id), data.ptr
-
-
-def torch_reader(t: Any) -> tuple[tuple[Any, ...], int]:
-    # is_neg(): a negative view reads like its base but must be refused (LG608). The conjugate bit needs no
-    # place here: only complex tensors have it, and they never pass (LG602), so they are never cached.
-    return (type(t), t.shape, t.stride(), t.dtype, t.device, t.is_neg()), t.data_ptr()
+#: A reader's read -> the ArrayInfo it says: ``info(array, signature, pointer)`` (the array only for what
+#: refuses it anyway). The tests add theirs, for their fake arrays.
+INFOS: dict[Any, Callable[[Any, tuple[Any, ...], int], ArrayInfo]] = {cupy_reader: cupy_info, torch_reader: torch_info}
 
 
 class Readers(dict[type, Any]):
@@ -52,3 +56,37 @@ class Readers(dict[type, Any]):
 
 #: The readers every launcher reads with (tests add ones for their fake arrays).
 FAST_READERS = Readers()
+
+
+def read_once(a: Any) -> tuple[tuple[Any, ...] | None, ArrayInfo]:
+    """``a`` read once: its signature (None where its kind has no fast reader with an :data:`INFOS` entry: it is
+    validated on every call) and the ArrayInfo of that same read. Raises :class:`ArrayKindError`."""
+    reader = FAST_READERS.get(type(a))
+    info = None if reader is None else INFOS.get(reader)
+    if info is None:
+        return None, array_info(a)
+    try:
+        signature, ptr = reader(a)
+        return signature, info(a, signature, ptr)
+    except ArrayKindError:
+        raise
+    except (AttributeError, KeyError, TypeError, ValueError, IndexError) as exc:  # as array_info words them
+        kind = type(a)
+        raise ArrayKindError(f"{kind.__module__}.{kind.__name__} is not a readable CUDA array ({exc!r})") from exc
+
+
+def info_of(a: Any, signature: tuple[Any, ...], ptr: int) -> ArrayInfo | None:
+    """The ArrayInfo of a read a launch already made (``signature`` and ``ptr``, from the reader of its type,
+    which the signature names first), or None where that reader has no :data:`INFOS` entry. Raises
+    :class:`ArrayKindError`."""
+    reader = FAST_READERS.get(signature[0]) if type(signature) is tuple and signature else None
+    info = None if reader is None else INFOS.get(reader)
+    if info is None:
+        return None
+    try:
+        return info(a, signature, ptr)
+    except ArrayKindError:
+        raise
+    except (AttributeError, KeyError, TypeError, ValueError, IndexError) as exc:
+        kind = type(a)
+        raise ArrayKindError(f"{kind.__module__}.{kind.__name__} is not a readable CUDA array ({exc!r})") from exc

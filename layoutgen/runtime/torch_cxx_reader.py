@@ -60,12 +60,13 @@ from .paths import cache_dir, torch_reader_off
 
 #: The C++ source, shipped with the package.
 SOURCE = Path(__file__).with_name("_torch_cxx_reader.cpp")
-#: The one exported function: the address of the table ``_fastlaunch.use_torch_reader`` takes.
-ENTRY = "layoutgen_torch_reader"
+#: The exported function: the table in the capsule ``_fastlaunch.use_torch_reader`` takes (it takes no
+#: address: an int could point anywhere).
+CAPSULE_ENTRY = "layoutgen_torch_reader_capsule"
 #: How long a build may take (about 15 s on the H200's host and this repository's CI machine).
 BUILD_SECONDS = 600
 
-_state: list[tuple[int | None, bool, str]] = []  # [(table address or None, its calls used, what happened)]
+_state: list[tuple[Any, bool, str]] = []  # [(the table's capsule or None, its calls used, what happened)]
 _libraries: list[ctypes.CDLL] = []  # loaded once, never unloaded: the C side keeps calling into it
 
 
@@ -74,9 +75,9 @@ def install(module: Any, torch: Any) -> str:
     say what was done in words. Raises nothing: where it cannot be had, tensors are read as before."""
     if not _state:
         _state.append(_load(module, torch))
-    address, calls, said = _state[0]
-    if address is not None:
-        module.use_torch_reader(address, calls)
+    capsule, calls, said = _state[0]
+    if capsule is not None:
+        module.use_torch_reader(capsule, calls)
     return said
 
 
@@ -85,8 +86,8 @@ def state() -> str:
     return _state[0][2] if _state else ""
 
 
-def installed() -> tuple[int | None, bool]:
-    """The table :func:`install` gives the extension (None: none) and whether its calls are used."""
+def installed() -> tuple[Any, bool]:
+    """The table's capsule :func:`install` gives the extension (None: none) and whether its calls are used."""
     return (_state[0][0], _state[0][1]) if _state else (None, False)
 
 
@@ -95,37 +96,37 @@ def turned_off(module: Any) -> Iterator[None]:
     """Inside, the compiled path (``module``, the extension) reads torch tensors through DLPack's exchange API
     and torch's Python calls, as where the reader cannot be built (benchmarks and tests time and check both
     ways); the reader :func:`install` gave is given back after."""
-    address, calls = installed()
+    capsule, calls = installed()
     module.use_torch_reader(None, False)
     try:
         yield
     finally:
-        if address is not None:
-            module.use_torch_reader(address, calls)
+        if capsule is not None:
+            module.use_torch_reader(capsule, calls)
 
 
-def _load(module: Any, torch: Any) -> tuple[int | None, bool, str]:
+def _load(module: Any, torch: Any) -> tuple[Any, bool, str]:
     if torch_reader_off():
         return None, False, "torch tensors read through DLPack's exchange API (LAYOUTGEN_TORCH_READER=0)"
     try:
         library = _build(torch)
-        lib = ctypes.CDLL(str(library))
-        entry = getattr(lib, ENTRY)
-        entry.restype = ctypes.c_void_p
-        address = entry()
+        lib = ctypes.PyDLL(str(library))  # the capsule's entry calls Python's C API: the GIL stays held
+        capsule_entry = getattr(lib, CAPSULE_ENTRY)
+        capsule_entry.restype = ctypes.py_object
+        capsule = capsule_entry()
     except (OSError, AttributeError, BuildError) as exc:  # CacheError (LG512, LG513) is an OSError
         return None, False, f"torch tensors read through DLPack's exchange API (the C++ reader: {exc})"
     _libraries.append(lib)
-    disagreement = _disagreement(module, torch, address)
+    disagreement = _disagreement(module, torch, capsule)
     if disagreement:
         return None, False, (f"torch tensors read through DLPack's exchange API (the C++ reader disagrees with "
                              f"it: {disagreement})")
-    calls = _calls_disagreement(torch, address)
+    calls = _calls_disagreement(torch, capsule)
     said = f"torch tensors read in C++ ({library})"
-    return address, not calls, f"{said}; torch's Python calls kept for versions and modes ({calls})" if calls else said
+    return capsule, not calls, f"{said}; torch's Python calls kept for versions and modes ({calls})" if calls else said
 
 
-def _disagreement(module: Any, torch: Any, address: int) -> str:
+def _disagreement(module: Any, torch: Any, capsule: Any) -> str:
     """Where the reader reads a sample tensor otherwise than the exchange API does: '' where nowhere (the
     tests compare them on many more; this guards a torch whose headers say one thing and library another)."""
     base = torch.arange(2 * 3 * 5, dtype=torch.float32).reshape(2, 3, 5)
@@ -136,7 +137,7 @@ def _disagreement(module: Any, torch: Any, address: int) -> str:
         samples["neg view"] = neg_view(base)
     try:
         for name, t in samples.items():
-            module.use_torch_reader(address, False)
+            module.use_torch_reader(capsule, False)
             with_reader = module.read(t)
             module.use_torch_reader(None, False)
             through_torch = module.read(t)
@@ -157,13 +158,22 @@ class _Table(ctypes.Structure):
                 ("function_modes", ctypes.PYFUNCTYPE(ctypes.c_int))]
 
 
-def _calls_disagreement(torch: Any, address: int) -> str:
+def _table_address(capsule: Any) -> int:
+    """The address of the table a capsule of the library's carries (read by ctypes here, never by the C side)."""
+    get_pointer = ctypes.pythonapi.PyCapsule_GetPointer
+    get_pointer.restype, get_pointer.argtypes = ctypes.c_void_p, [ctypes.py_object, ctypes.c_char_p]
+    name = ctypes.pythonapi.PyCapsule_GetName
+    name.restype, name.argtypes = ctypes.c_char_p, [ctypes.py_object]
+    return int(get_pointer(capsule, name(capsule)))
+
+
+def _calls_disagreement(torch: Any, capsule: Any) -> str:
     """Where the reader's bump and function-mode calls answer otherwise than torch's Python calls that the
     compiled path makes without it ('' where they agree): torch releases differ (an inference tensor's bump
     raised before it was skipped), so the rule is asked of this torch."""
     from .validate import version_bump
 
-    table = _Table.from_address(address)
+    table = _Table.from_address(_table_address(capsule))
     t = torch.zeros(1)
     before = t._version
     if table.bump(t) != 0 or t._version != before + 1:

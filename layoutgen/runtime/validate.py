@@ -23,6 +23,9 @@ from .errors import LaunchError, launch_error
 from .plan import ACCEPTED_DTYPES, LayoutSpec, ParamSpec, ScalarSpec
 
 
+_ADDRESSES = 2**64  # one past the last address a 64-bit pointer holds
+
+
 def _describe(info: ArrayInfo) -> str:
     shape = "[" + ", ".join(map(str, info.shape)) + "]"
     return f"shape {shape}, strides {info.strides} (elements), {dtype_text(info.dtype)} on device {info.device}"
@@ -98,6 +101,19 @@ def check_param(kernel: str, p: ParamSpec, info: ArrayInfo, bound: dict[str, int
     if device is not None and info.device != device:  # None: no device was found (LG615, once all is checked)
         raise launch_error("LG605", f"{who(kernel, p)} is on device {info.device} but the launch is on device {device}; "
                      f"got {_describe(info)}")
+    ptr = info.ptr
+    if not 0 <= ptr < _ADDRESSES:  # a __cuda_array_interface__ may say anything: never cut to 64 bits
+        raise launch_error("LG633", f"{who(kernel, p)} got the data pointer {ptr} ({ptr:#x}), which is no device address (a "
+                           f"pointer is 0 to 2**64 - 1); got {_describe(info)}",
+                           hint="the array's `__cuda_array_interface__` is wrong: fix the library that made it")
+    elements = 1
+    for size in shape:
+        elements *= size
+    if not ptr and elements:
+        raise launch_error("LG634", f"{who(kernel, p)} got a null data pointer for {elements} "
+                           f"elements: the array has no memory; got {_describe(info)}",
+                           hint="pass an array with memory of its own (torch's `_efficientzerotensor` has none: "
+                           "`torch.zeros(t.shape, dtype=t.dtype, device=t.device)` has)")
     if info.ptr % p.align:
         raise launch_error("LG606", f"{who(kernel, p)} needs its base pointer aligned to {p.align} bytes, got "
                      f"0x{info.ptr:x}; {_describe(info)}")
@@ -249,7 +265,7 @@ class TorchWrites:
     gradients.
     """
 
-    __slots__ = ("indices", "_pick", "_grad_enabled", "_increment_version")
+    __slots__ = ("indices", "_pick", "_grad_enabled", "_inference_enabled", "_increment_version")
 
     def __init__(self, indices: tuple[int, ...]) -> None:
         import torch
@@ -258,6 +274,7 @@ class TorchWrites:
         # a tuple of the written tensors (itemgetter of one index gives the tensor itself)
         self._pick = itemgetter(*indices) if len(indices) > 1 else lambda arrays, i=indices[0]: (arrays[i],)
         self._grad_enabled = torch.is_grad_enabled
+        self._inference_enabled = torch.is_inference_mode_enabled
         self._increment_version = version_bump()
 
     @staticmethod
@@ -271,7 +288,18 @@ class TorchWrites:
         return TorchWrites(indices) if indices else None
 
     def check(self, kernel: str, params: Sequence[ParamSpec], arrays: Sequence[Any]) -> None:
-        """LG618 when one of them requires grad in grad mode."""
+        """LG635 when one of them is an inference tensor and inference mode is off (torch refuses that write),
+        LG618 when one of them requires grad in grad mode."""
+        for i in self.indices:
+            t = arrays[i]
+            if t.is_inference() and not self._inference_enabled():
+                raise launch_error(
+                    "LG635", f"{who(kernel, params[i])} is written in place by the kernel, but the tensor is an "
+                    f"inference tensor and inference mode is off, which torch refuses (\"Inplace update to inference "
+                    f"tensor outside InferenceMode is not allowed\"); got a torch tensor of shape "
+                    f"[{', '.join(map(str, t.shape))}]",
+                    hint="launch under `torch.inference_mode()`, or write into a tensor made outside it (`t.clone()` "
+                    "outside inference mode)")
         if not self._grad_enabled():
             return
         for i in self.indices:

@@ -251,3 +251,94 @@ def test_valid_launches_match_the_reference(vsn, host) -> None:  # type: ignore[
     shared = _device(stats)  # mean and inv_std read from one array: inputs may share
     vsn.snap_feature_assemble(_device(raw), shared, shared, window)
     assert ref.relative_error(window.get()[..., ref.SNAP], ref.snap_feature_assemble(raw, stats)) < TOL
+
+
+# issue 29: one read a launch (the as_strided_ race), pointers that are no memory, inference tensors --------------
+
+
+def test_a_thread_flipping_a_tensors_strides_never_plans_a_transposed_launch(vsn, host) -> None:  # type: ignore[no-untyped-def]
+    """Another thread flips W between packed and transposed (``as_strided_``) while launches run: each launch
+    is refused (LG604) or launched on the read it validated; afterwards a transposed W, alone and read the same
+    every time, is refused (LG604), its outputs untouched (before: launched after a few dozen calls)."""
+    import threading
+
+    torch = pytest.importorskip("torch")
+    t = lambda a: torch.tensor(a, dtype=torch.float32, device="cuda")  # noqa: E731
+    x, b = t(host["x"]), t(host["b"])
+    w = t(host["W"])
+    stop = threading.Event()
+
+    def flip() -> None:
+        while not stop.is_set():
+            w.as_strided_((40, 40), (1, 40))  # transposed
+            w.as_strided_((40, 40), (40, 1))  # packed
+
+    flipper = threading.Thread(target=flip)
+    flipper.start()
+    try:
+        for _ in range(3000):
+            gates, y = (torch.full((B, K, 40), float("nan"), device="cuda") for _ in range(2))
+            try:
+                vsn.variable_selection_fwd(x, w, b, gates, y)
+            except LaunchError as exc:
+                assert exc.code == "LG604", str(exc)
+    finally:
+        stop.set()
+        flipper.join()
+    w.as_strided_((40, 40), (40, 1))
+    transposed = t(host["W"]).t()
+    for _ in range(3):
+        gates, y = (torch.full((B, K, 40), float("nan"), device="cuda") for _ in range(2))
+        _refused("LG604", lambda: vsn.variable_selection_fwd(x, transposed, b, gates, y))
+        torch.cuda.synchronize()
+        assert bool(torch.isnan(gates).all()) and bool(torch.isnan(y).all())
+    gates, y = (torch.full((B, K, 40), float("nan"), device="cuda") for _ in range(2))
+    vsn.variable_selection_fwd(x, w, b, gates, y)  # W packed again: launched, and right
+    torch.cuda.synchronize()
+    want_gates, want_y = ref.vsn_forward(host["x"][..., ref.SNAP], host["W"], host["b"])
+    assert ref.relative_error(gates.cpu().numpy(), want_gates) < TOL
+    assert ref.relative_error(y.cpu().numpy(), want_y) < TOL
+
+
+def test_a_zero_tensor_output_is_refused(vsn, host) -> None:  # type: ignore[no-untyped-def]
+    torch = pytest.importorskip("torch")
+    t = lambda a: torch.tensor(a, dtype=torch.float32, device="cuda")  # noqa: E731
+    x, w, b = t(host["x"]), t(host["W"]), t(host["b"])
+    gates = torch.full((B, K, 40), float("nan"), device="cuda")
+    vsn.variable_selection_fwd(x, w, b, gates, torch.empty((B, K, 40), device="cuda"))  # planned
+    gates = torch.full((B, K, 40), float("nan"), device="cuda")
+    zero = torch._efficientzerotensor((B, K, 40), device="cuda")
+    text = _refused("LG634", lambda: vsn.variable_selection_fwd(x, w, b, gates, zero))
+    assert f"got a null data pointer for {B * K * 40} elements" in text
+    torch.cuda.synchronize()
+    assert bool(torch.isnan(gates).all())
+
+
+def test_an_inference_tensor_is_written_only_in_inference_mode(vsn, host) -> None:  # type: ignore[no-untyped-def]
+    torch = pytest.importorskip("torch")
+    t = lambda a: torch.tensor(a, dtype=torch.float32, device="cuda")  # noqa: E731
+    x, w, b = t(host["x"]), t(host["W"]), t(host["b"])
+    with torch.inference_mode():
+        gates, y = (torch.full((B, K, 40), float("nan"), device="cuda") for _ in range(2))
+    text = _refused("LG635", lambda: vsn.variable_selection_fwd(x, w, b, gates, y))
+    assert "inference tensor and inference mode is off" in text
+    torch.cuda.synchronize()
+    assert bool(torch.isnan(gates).all()) and bool(torch.isnan(y).all())
+    with torch.inference_mode():
+        for _ in range(2):  # planned, then the hot path
+            vsn.variable_selection_fwd(x, w, b, gates, y)
+    torch.cuda.synchronize()
+    want_gates, want_y = ref.vsn_forward(host["x"][..., ref.SNAP], host["W"], host["b"])
+    assert ref.relative_error(gates.cpu().numpy(), want_gates) < TOL
+    assert ref.relative_error(y.cpu().numpy(), want_y) < TOL
+    text = _refused("LG635", lambda: vsn.variable_selection_fwd(x, w, b, gates, y))  # and again outside, planned
+
+
+@pytest.mark.parametrize("ptr", [0, -0x100, 2**64 + 0x100])
+def test_an_interface_pointer_that_is_no_memory_is_refused(vsn, host, ptr: int) -> None:  # type: ignore[no-untyped-def]
+    x, w, b = _device(host["x"]), _device(host["W"]), _device(host["b"])
+    gates, y = _poisoned(B, K, 40), _poisoned(B, K, 40)
+    bad = Described(w, (40, 40))
+    bad.__cuda_array_interface__["data"] = (ptr, False)
+    _refused("LG634" if ptr == 0 else "LG633", lambda: vsn.variable_selection_fwd(x, bad, b, gates, y))
+    assert _still_poisoned(gates, y)
