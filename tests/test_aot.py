@@ -12,6 +12,7 @@ import contextlib
 import importlib.util
 import io
 import json
+import os
 import struct
 import sys
 import warnings
@@ -217,7 +218,7 @@ def test_build_refuses_generated_files_that_are_not_current(project: Path) -> No
     (project / "scale.cu.j2").write_text(SCALE.replace("2.0f", "3.0f"))
     code, out = run(project, "build", "--arch", "sm_90")
     assert code == 1
-    assert "error[LG502]: 1 file of `generated/example/` is not what spec `example` generates now:" in out
+    assert "error[LG502]: 2 files of `generated/example/` are not what spec `example` generates now:" in out
     assert not (project / "generated" / "example" / "cubins").exists()
 
 
@@ -377,3 +378,36 @@ def test_no_jit_refuses_a_package_without_cubins(project: Path, no_device: list[
 ])
 def test_pick_arch_follows_cuda_binary_compatibility(archs: tuple[str, ...], device: str, chosen: str | None) -> None:
     assert pick_arch(archs, device) == chosen
+
+
+# -- where and how a build writes (issue 29, item 5) ------------------------------------------------
+
+
+def test_a_cubins_folder_that_is_a_link_is_refused_and_nothing_is_written_through_it(
+        project: Path, tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "keep.sm_90.cubin").write_bytes(b"not layoutgen's")  # named like a stale cubin: a build would remove it
+    (project / "generated" / "example" / "cubins").symlink_to(outside, target_is_directory=True)
+    assert run(project, "build", "--arch", "sm_90") == (1, (
+        "error[LG517]: `generated/example/cubins` is a symbolic link; layoutgen makes none inside a generated "
+        "package and writes through none\n"
+        "  hint: remove the link (`rm generated/example/cubins`) and let layoutgen make the folder\n"
+        "Found 1 error in 1 spec.\n"))
+    assert sorted(p.name for p in outside.iterdir()) == ["keep.sm_90.cubin"]
+
+
+@needs_nvrtc
+@pytest.mark.parametrize(("umask", "mode"), [(0o022, 0o644), (0o002, 0o664), (0o077, 0o600)])
+def test_build_writes_cubins_and_manifest_with_the_umasks_mode(project: Path, umask: int, mode: int) -> None:
+    """Like any compiler's output: another user of a shared package can read them (else LG627, and LG626 under
+    LAYOUTGEN_NO_JIT=1), unless the umask says otherwise."""
+    before = os.umask(umask)
+    try:
+        code, out = run(project, "build", "--arch", "sm_90")
+    finally:
+        os.umask(before)
+    assert code == 0, out
+    folder = project / "generated" / "example" / "cubins"
+    assert {p.name: p.stat().st_mode & 0o777 for p in folder.iterdir()} == {
+        "manifest.json": mode, "scale.sm_90.cubin": mode, "shift.sm_90.cubin": mode}

@@ -366,3 +366,43 @@ def test_load_returns_the_bytes_it_verified_reading_the_cubin_once(
     assert data == compiled.cubin and isinstance(data, bytes)
     assert opened.count(str(cubin_path)) == 1
     assert CubinCache(tmp_path / "fresh").load(REQ) == compiled.cubin  # a miss compiles, stores and returns
+
+
+@pytest.mark.parametrize("whose", ["all users", "another user"])
+def test_the_folder_layoutgen_cache_dir_names_is_checked_not_only_its_cubin_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, whose: str
+) -> None:
+    """Whoever can write the folder of LAYOUTGEN_CACHE_DIR can move its `cubin/` aside and put their own there
+    (issue 29, item 5): it is checked as the torch reader's cache is, before anything is read from it."""
+    top = tmp_path / "shared-cache"
+    monkeypatch.setenv("LAYOUTGEN_CACHE_DIR", str(top))
+    CubinCache.default().store(REQ, CompileResult(b"mine", "", ()))  # made private, with its cubin folder
+    assert [p.stat().st_mode & 0o777 for p in (top, top / "cubin")] == [0o700, 0o700]
+    if whose == "all users":
+        top.chmod(0o777)
+        expected = (f"error[LG512]: the compile cache `{top}` can be written by its group and all users (mode 0777), "
+                    "so another user could plant a cubin in it")
+    else:
+        if os.geteuid() == 0:
+            os.chown(top, 4242, 4242)
+        else:
+            monkeypatch.setattr(os, "geteuid", lambda: top.stat().st_uid + 4242)
+        expected = (f"error[LG512]: the compile cache `{top}` belongs to another user (uid {top.stat().st_uid}), who "
+                    "could plant a cubin in it")
+    assert _refusal(CubinCache.default()).split("\n")[0] == expected
+    with pytest.raises(CacheError, match=r"^error\[LG512\]: the compile cache "):
+        CubinCache.default().store(REQ, CompileResult(b"planted", "", ()))
+
+
+def test_a_cubin_folder_that_is_a_link_in_layoutgen_cache_dir_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    top = tmp_path / "cache"
+    top.mkdir(mode=0o700)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir(mode=0o700)
+    (top / "cubin").symlink_to(elsewhere)
+    monkeypatch.setenv("LAYOUTGEN_CACHE_DIR", str(top))
+    assert _refusal(CubinCache.default()) == (
+        f"error[LG512]: `{top / 'cubin'}` in the compile cache is a symbolic link; layoutgen makes none and follows "
+        f"none\n  hint: remove it (`rm {top / 'cubin'}`) and find out who made it")

@@ -8,9 +8,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from layoutgen.codegen.stamp import MARKER, is_generated, stamp, verify
-from layoutgen.project.files import Change, OutputError, Plan, plan_output, unified_diff
+from layoutgen.project.files import VCS_FOLDERS, Change, OutputError, Plan, plan_output, unified_diff
 from layoutgen.project.writing import apply
 from layoutgen.schema.diagnostics import LayoutgenError
 
@@ -483,3 +485,90 @@ def test_a_module_folder_linked_out_of_the_project_is_a_conflict(tmp_path: Path)
     with pytest.raises(LayoutgenError, match="LG510"):
         apply(root, plan)
     assert (elsewhere / "x.cu").exists()
+
+
+# --- folders layoutgen may not write into (issue 29, item 5) ---------------------------------------
+
+ONE_KERNEL = '''\
+from layoutgen import Field, In, Kernel, Layout, Out, Spec, dims, f32
+
+B, K, F = dims("B K F")
+Window = Layout("Window", [B, K], f32, [Field("snap", 40), Field("context", 16)])
+Features = Layout("Features", [B, K], f32, width=40)
+
+scale = Kernel("scale", "scale.cu.j2", [In("x", [B, K, F]), Out("y", [B, K, F])])
+
+spec = Spec("example", kernels=[scale.bind(x=Window.snap, y=Features)])
+'''
+
+
+def one_kernel_project(root: Path) -> Path:
+    root.mkdir(parents=True)
+    (root / "pyproject.toml").write_text('[tool.layoutgen]\nspecs = ["spec.py"]\n')
+    (root / "spec.py").write_text(ONE_KERNEL)
+    (root / "scale.cu.j2").write_text("    for (int f = 0; f < F; ++f)\n        y.at(row, f) = x.at(row, f);\n")
+    return root
+
+
+def layoutgen(root: Path, *args: str) -> tuple[int, str]:
+    """``layoutgen ARGS`` run in ``root``: the exit status, and stdout and stderr as one text."""
+    import contextlib
+    import io
+
+    from layoutgen.cli import main
+
+    out = io.StringIO()
+    with contextlib.chdir(root), contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
+        code = main(list(args))
+    return code, out.getvalue()
+
+
+@pytest.mark.parametrize("command", [("generate",), ("check",), ("build", "--arch", "sm_90")])
+def test_an_output_folder_that_links_to_itself_is_lg517_not_a_traceback(tmp_path: Path, command: tuple[str, ...]) -> None:
+    root = one_kernel_project(tmp_path / "project")
+    (root / "generated").symlink_to("generated")
+    assert layoutgen(root, *command) == (1, (
+        "error[LG517]: `generated` is a symbolic link that leads back to itself (a loop), so `generated` is no "
+        "folder layoutgen can write into\n"
+        "  hint: remove the link (`rm generated`) and let layoutgen make the folder, or choose another output "
+        "folder (`--out`)\n"
+        "Found 1 error in 1 spec.\n"))
+
+
+def test_a_loop_of_two_links_names_the_first(tmp_path: Path) -> None:
+    root = one_kernel_project(tmp_path / "project")
+    (root / "a").symlink_to("b")
+    (root / "b").symlink_to("a")
+    code, out = layoutgen(root, "generate", "--out", "a/generated")
+    assert code == 1 and out.startswith(
+        "error[LG517]: `a` is a symbolic link that leads back to itself (a loop), so `a/generated` is no folder ")
+
+
+VCS_NAMES = st.sampled_from(VCS_FOLDERS).flatmap(
+    lambda name: st.lists(st.booleans(), min_size=len(name), max_size=len(name)).map(
+        lambda upper: "".join(c.upper() if u else c for c, u in zip(name, upper))))
+PLAIN_PARTS = st.lists(st.sampled_from(["generated", "build", "out", "pkg"]), max_size=2)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(before=PLAIN_PARTS, vcs=VCS_NAMES, after=PLAIN_PARTS, linked=st.booleans())
+def test_no_output_folder_in_version_controls_folder_is_written(
+        tmp_path_factory: pytest.TempPathFactory, before: list[str], vcs: str, after: list[str], linked: bool) -> None:
+    """`--out .git` (any VCS's folder, any case, at any depth; or a link leading into one) writes nothing there."""
+    root = one_kernel_project(tmp_path_factory.mktemp("vcs") / "project")
+    inside = "/".join([*before, vcs])
+    (root / inside).mkdir(parents=True)
+    (root / inside / "HEAD").write_text("ref: refs/heads/main\n")
+    out = "/".join([*before, vcs, *after])
+    if linked:  # the output folder is a link into it
+        (root / "linked-out").symlink_to(out, target_is_directory=True)
+        (root / out).mkdir(parents=True, exist_ok=True)
+    shown = "linked-out" if linked else out
+    where = f"`{shown}` is" if shown == inside else f"`{shown}` leads into `{inside}`, which is"
+    code, text = layoutgen(root, "generate", "--out", shown)
+    assert (code, text) == (1, (
+        f"error[LG518]: {where} a version control system's own folder; layoutgen writes no generated code there\n"
+        "  hint: choose an output folder among the project's files, like `generated` (`--out`, or `out` of "
+        "[tool.layoutgen])\n"
+        "Found 1 error in 1 spec.\n"))
+    assert sorted(p.name for p in (root / inside).rglob("*") if p.is_file()) == ["HEAD"]

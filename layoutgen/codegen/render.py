@@ -29,7 +29,7 @@ from .facts import c89_stamped, facts_header
 from .model import KernelModel, kernel_model, row_tag, struct_name, view_model
 from .pymodule import module_model
 from .source_shim import source_kernel
-from .stamp import stamp
+from .stamp import stamp, stamps_by_name
 from .torchmodule import torch_model
 
 
@@ -338,15 +338,16 @@ def render_spec(
         files[path] = _restore_lines(kernel, f"{out}/{path}", stamp_lines)
     if problems:
         return Rendered({}, tuple(problems))
+    stamped = {
+        path: stamp(text, comment="//", source=spec_path, version=__version__) for path, text in sorted(files.items())
+    }
     sources = {id(lay): declared_in(lay.site, root) for lay in spec.layouts}
-    module = skeletons().get_template("module.py.j2").render(
-        source=spec_path, debug=debug, cache_dir=cache_dir, include=include, **module_model(spec, sources)
+    module = skeletons().get_template("module.py.j2").render(  # stamps: its launchers compile only these (LG640)
+        source=spec_path, debug=debug, cache_dir=cache_dir, include=include, stamps=stamps_by_name(stamped),
+        **module_model(spec, sources)
     )
     python = {f"{base}/__init__.py": stamp(module, comment="#", source=spec_path, version=__version__)}
     if spec.torch:  # the operators, in a module of their own: only importing it imports torch
         ops = skeletons().get_template("torch_ops.py.j2").render(source=spec_path, **torch_model(spec))
         python[f"{base}/torch_ops.py"] = stamp(ops, comment="#", source=spec_path, version=__version__)
-    stamped = {
-        path: stamp(text, comment="//", source=spec_path, version=__version__) for path, text in sorted(files.items())
-    }
     return Rendered({**stamped, **c_files, **python}, ())

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 
 from .escape import cpp_comment, py_comment
 
@@ -60,6 +60,23 @@ def _head(text: str) -> Iterator[tuple[str, int]]:
         end = len(text) if end < 0 else end + 1
         yield text[start:end].rstrip("\r\n"), end
         start = end
+
+
+def stamps_by_name(files: Mapping[str, str]) -> dict[str, str]:
+    """The stamp (``sha256:<hex>``) of each stamped file of one folder (path -> text), by file name, sorted.
+
+    What a generated module names for its launchers, which refuse a kernel or header whose stamp is another
+    (LG640, ``layoutgen.runtime.stamps``): the files of one ``generate`` run, whatever a killed run left.
+    Raises ValueError for a file without a stamp or for two files of one name.
+    """
+    out: dict[str, str] = {}
+    for path in sorted(files):
+        name = path.rpartition("/")[2]
+        found = next((m for line, _ in _head(files[path]) if (m := _HASH_RE.search(line))), None)
+        if found is None or name in out:
+            raise ValueError(f"each file must be stamped and named once in its folder, got {path!r}")
+        out[name] = f"sha256:{found.group(1)}"
+    return out
 
 
 def is_generated(text: str) -> bool:

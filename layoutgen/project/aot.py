@@ -40,6 +40,7 @@ from ..schema.words import plural
 from ..version import __version__
 from .compile_all import compile_results
 from .config import Config
+from .files import linked_folder, outside_project
 from .pyproject_lines import table_site
 from .process import SpecResult, drift_diagnostics
 
@@ -114,7 +115,9 @@ def build_prebuilt(results: Sequence[SpecResult], config: Config, archs: Sequenc
     is written when anything failed to compile. Call it holding the output folder's lock.
     """
     archs = sorted_archs(archs)
-    diags: list[Diagnostic] = []
+    diags = _unwritable(results, config)  # LG510, LG517, LG518: before anything compiles or is written
+    if diags:
+        return diags, []
     for arch in archs:  # errors at the template's lines, each cause once, the cache warmed
         diags.extend(compile_results(results, replace(config, arch=arch), progress=progress))
     if any(d.severity is Severity.ERROR for d in diags):
@@ -200,6 +203,19 @@ def stale_prebuilt(result: SpecResult, config: Config) -> list[Diagnostic]:
         "NVRTC what does not fit")]
 
 
+def _unwritable(results: Sequence[SpecResult], config: Config) -> list[Diagnostic]:
+    """Why the ``cubins/`` folder of each spec may not be written: its package leads outside the project or into
+    version control's folder, or the folder (or its package) is a link a build would write through."""
+    out = []
+    for result in results:
+        if result.spec is not None and result.files:
+            module_dir = f"{config.out}/{result.spec.name}"
+            problem = outside_project(config.root, module_dir) or linked_folder(config.root, module_dir, PREBUILT_DIR)
+            if problem is not None:
+                out.append(problem)
+    return out
+
+
 def _rel(config: Config, path: Path) -> str:
     try:
         return path.relative_to(config.root).as_posix()
@@ -215,5 +231,5 @@ def _write_if_changed(path: Path, data: bytes) -> bool:
     except FileNotFoundError:
         pass
     path.parent.mkdir(parents=True, exist_ok=True)
-    write_atomic(path, data)
+    write_atomic(path, data, shared=True)  # the umask's mode, as a compiler's output: other users load them
     return True

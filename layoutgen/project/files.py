@@ -3,8 +3,11 @@
 Every generated file carries the stamp of :mod:`layoutgen.codegen.stamp`;
 the marker is how layoutgen tells its own files from the user's: it updates
 and deletes only marked files, and refuses (LG503) to overwrite anything else.
-A marked file whose hash no longer matches was edited by hand (LG509), and
-an output folder that resolves outside the project is refused (LG510).
+A marked file whose hash no longer matches was edited by hand (LG509). An
+output folder that resolves outside the project is refused (LG510), and so
+is one reached through a loop of links or a link inside a generated package
+(LG517), and one in a version control system's folder such as ``.git``
+(LG518): layoutgen writes only among the project's own files.
 
 Writing is two steps so that ``check`` can report drift without touching the
 disk: :func:`plan_output` compares the wanted files with the disk and
@@ -203,12 +206,27 @@ def _plan(root: Path, module_dir: str, files: Mapping[str, str]) -> Plan:
     return Plan(module_dir, tuple(changes), tuple(unchanged), tuple(conflicts), tuple(temporaries))
 
 
+#: The folders of version control systems' own records: layoutgen writes nothing into them (LG518).
+VCS_FOLDERS = (".git", ".hg", ".svn", ".bzr", "_darcs", ".jj", ".pijul", ".sl", "CVS")
+_VCS = {name.casefold(): name for name in VCS_FOLDERS}  # .GIT is .git where names ignore case
+
+
 def outside_project(root: Path, rel: str) -> Diagnostic | None:
-    """LG510 when the folder ``rel`` leads (through a link) outside ``root``, or to it; else None."""
+    """Why layoutgen may not write into the folder ``rel`` of the project (``out``, a spec's folder in it), or None:
+    it is, or lies in, a version control system's folder (LG518), a link on the way leads to itself (LG517), or it
+    leads (through a link) outside ``root``, or to it (LG510)."""
     base = root.resolve()
-    target = (root / rel).resolve()
+    vcs = _in_vcs(PurePosixPath(rel).parts)
+    if vcs is not None:
+        return _vcs_folder(rel, "/".join(PurePosixPath(rel).parts[: vcs + 1]))
+    try:
+        target = (root / rel).resolve()
+    except (RuntimeError, OSError):  # a loop of links (RuntimeError before Python 3.13, OSError ELOOP since)
+        return _loop(root, rel)
     if base in target.parents:
-        return None
+        inside = target.relative_to(base).parts
+        vcs = _in_vcs(inside)
+        return None if vcs is None else _vcs_folder(rel, "/".join(inside[: vcs + 1]))
     relative = os.path.relpath(target, base)
     shown = relative if len(relative) < len(str(target)) else str(target)  # "../elsewhere" over a long path
     return Diagnostic(
@@ -216,6 +234,51 @@ def outside_project(root: Path, rel: str) -> Diagnostic | None:
         "writes only inside it", None,
         f"make `{rel}` a folder inside the project, or choose another output folder (`--out`)",
     )
+
+
+def _in_vcs(parts: tuple[str, ...]) -> int | None:
+    """The index of the first of ``parts`` that is a version control system's folder, or None."""
+    return next((i for i, part in enumerate(parts) if part.casefold() in _VCS), None)
+
+
+def _vcs_folder(rel: str, vcs: str) -> Diagnostic:
+    shown = f"`{rel}` is" if rel == vcs else f"`{rel}` leads into `{vcs}`, which is"
+    return Diagnostic(
+        "LG518", f"{shown} a version control system's own folder; layoutgen writes no generated code there", None,
+        "choose an output folder among the project's files, like `generated` (`--out`, or `out` of "
+        "[tool.layoutgen])")
+
+
+def _loop(root: Path, rel: str) -> Diagnostic:
+    """LG517 for ``rel``, through a link that leads back to itself: the first such link on the way is named."""
+    parts = PurePosixPath(rel).parts
+    link = rel
+    for i in range(1, len(parts) + 1):
+        prefix = "/".join(parts[:i])
+        if (root / prefix).is_symlink():
+            try:
+                (root / prefix).resolve()
+            except (RuntimeError, OSError):
+                link = prefix
+                break
+    return Diagnostic(
+        "LG517", f"`{link}` is a symbolic link that leads back to itself (a loop), so `{rel}` is no folder layoutgen "
+        "can write into", None, f"remove the link (`rm {link}`) and let layoutgen make the folder, or choose another "
+        "output folder (`--out`)")
+
+
+def linked_folder(root: Path, module_dir: str, rel: str) -> Diagnostic | None:
+    """LG517 where the folder ``rel`` inside the generated package ``module_dir`` (``cubins``), or one between
+    them, is a symbolic link: layoutgen makes none in a package, and writing through one would write (and
+    remove stale files) wherever it leads. None where there is no link, or no folder yet."""
+    parts = PurePosixPath(rel).parts
+    for i in range(1, len(parts) + 1):
+        folder = f"{module_dir}/{'/'.join(parts[:i])}"
+        if (root / folder).is_symlink():
+            return Diagnostic(
+                "LG517", f"`{folder}` is a symbolic link; layoutgen makes none inside a generated package and writes "
+                "through none", None, f"remove the link (`rm {folder}`) and let layoutgen make the folder")
+    return None
 
 
 def hand_edited(root: Path, rel: str) -> Diagnostic:

@@ -44,7 +44,7 @@ from .cachefiles import (
 )
 from ..schema.diagnostics import display_path
 from .nvrtc import CompileRequest, CompileResult, KernelResources, compile_cubin, nvrtc_version
-from .paths import cubin_cache_dir
+from .paths import cache_dir, cubin_cache_dir
 
 __all__ = ["CacheError", "CubinCache"]
 
@@ -83,8 +83,11 @@ class CubinCache:
     (LG513).
     """
 
-    def __init__(self, directory: Path | str) -> None:
+    def __init__(self, directory: Path | str, *, within: Path | None = None) -> None:
         self.directory = Path(directory)
+        # The cache folder ``directory`` lies in (``LAYOUTGEN_CACHE_DIR``), checked as well: whoever can write it
+        # can move ``directory`` aside and put a folder of their own there. None: ``directory`` is the top.
+        self.within = within
         self.hits = 0
         self.misses = 0
         self.compiles = 0
@@ -93,7 +96,7 @@ class CubinCache:
     @classmethod
     def default(cls) -> CubinCache:
         """The cache at :func:`~layoutgen.runtime.paths.cubin_cache_dir`. Raises nothing."""
-        return cls(cubin_cache_dir())
+        return cls(cubin_cache_dir(), within=cache_dir())
 
     def __repr__(self) -> str:
         return (
@@ -182,16 +185,23 @@ class CubinCache:
     def _entry_folder(self, key: str, *, create: bool) -> Path | None:
         """The checked folder of ``key``'s entry (made when ``create``), or None if it is absent."""
         folder = self.directory / key[:2]
-        if checked_root(self.directory, create=create) and checked_entry_folder(folder, create=create):
+        if self._checked_top(create=create) and checked_entry_folder(folder, create=create):
             return folder
         return None
+
+    def _checked_top(self, *, create: bool) -> bool:
+        """Check the cache's own folder (made when ``create``), and the one it lies in where that is layoutgen's
+        (never a link between them); False where either is absent."""
+        if self.within is None:
+            return checked_root(self.directory, create=create)
+        return checked_root(self.within, create=create) and checked_entry_folder(self.directory, create=create)
 
     # -- inside the lock --------------------------------------------------
 
     @contextlib.contextmanager
     def _locked(self, key: str) -> Iterator[None]:
         folder = self.directory / key[:2]
-        checked_root(self.directory, create=True)
+        self._checked_top(create=True)
         checked_entry_folder(folder, create=True)
         with locked(folder / f"{key}.lock", stale=f"{key}.*.tmp"):
             yield

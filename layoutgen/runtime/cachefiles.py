@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import secrets
 import stat
 import tempfile
 from collections.abc import Iterator
@@ -182,10 +183,17 @@ def read_file(path: Path, limit: int = -1) -> bytes | None:
         return handle.read(limit)
 
 
-def write_atomic(path: Path, data: bytes) -> None:
+def write_atomic(path: Path, data: bytes, *, shared: bool = False) -> None:
     """Write ``data`` to ``path`` through a temporary file beside it, then rename: a reader sees the old
-    file or the new one, never half of one; a link at ``path`` is replaced, never written through."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    file or the new one, never half of one; a link at ``path`` is replaced, never written through.
+
+    The file is private (0600, as the cache's are) unless ``shared``: then it gets the mode any new file
+    gets (0666 less the umask), as a compiler's output does, for files other users load (a package's cubins).
+    """
+    if shared:
+        fd, tmp = _new_file(path, 0o666)
+    else:
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
@@ -195,6 +203,17 @@ def write_atomic(path: Path, data: bytes) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def _new_file(path: Path, mode: int) -> tuple[int, str]:
+    """A new temporary file beside ``path``, named as ``tempfile.mkstemp`` names it, created with ``mode`` (less
+    the umask, which ``mkstemp``'s fixed 0600 ignores) and never through a link."""
+    while True:
+        tmp = str(path.parent / f".{path.name}.{secrets.token_hex(4)}.tmp")
+        try:
+            return os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW, mode), tmp
+        except FileExistsError:
+            continue
 
 
 @contextlib.contextmanager

@@ -104,6 +104,10 @@ CODES: dict[str, Code] = _registry(
     Code("LG405", "column-out-of-range", _E, "a constant index of a field's own axis in a kernel template is negative or past its width"),
     Code("LG406", "barrier-after-return", _W, "a kernel template calls __syncthreads() in a grid that returns threads before the body"),
     Code("LG407", "barrier-in-warp-loop", _W, "a kernel template calls __syncthreads() in the loop over the tiles of Grid.persistent_warps"),
+    Code("LG408", "barrier-in-warp-grid", _E, "a kernel template calls __syncthreads() in Grid.warps, whose warps with no rows return before the body"),
+    Code("LG409", "loop-past-width", _E, "a loop whose counter indexes a field's columns runs past the field's width"),
+    Code("LG410", "foreign-row-step", _E, "an index into one view steps its rows by another view's row stride or width"),
+    Code("LG411", "barrier-in-divergent-branch", _E, "a kernel template calls __syncthreads() where only some threads of the block arrive"),
     # LG5xx: compile and drift.
     Code("LG501", "compile-error", _E, "NVRTC rejected a generated kernel"),
     Code("LG502", "stale-generated", _E, "committed generated code differs from what the spec generates"),
@@ -121,8 +125,14 @@ CODES: dict[str, Code] = _registry(
     Code("LG514", "missing-folder", _E, "a folder that `include` or `templates` of [tool.layoutgen] names is not there"),
     Code("LG515", "unknown-block", _E, "a kernel template defines a Jinja block other than `preamble`"),
     Code("LG516", "shadowed-header", _E, "a project header has the name of the spec's views header, which kernels get instead"),
+    Code("LG517", "output-link", _E, "a folder layoutgen writes into is a link it will not follow: a loop, or a link inside a generated package"),
+    Code("LG518", "output-in-vcs", _E, "the output folder is, or lies in, a version control system's own folder (`.git`)"),
     Code("LG520", "stale-prebuilt", _E, "cubins that `layoutgen build` wrote are not of the kernels the spec generates now"),
     Code("LG521", "no-build-archs", _E, "`layoutgen build` was given no architectures to build for"),
+    # LG530..LG539: `layoutgen check --execute` could not run a kernel on the CPU.
+    Code("LG530", "no-host-compiler", _E, "`check --execute` found no host C++ compiler (g++ or clang++) with AddressSanitizer"),
+    Code("LG531", "not-executed", _W, "`check --execute` could not build a kernel for the host runtime: it was not executed"),
+    Code("LG532", "execution-failed", _E, "a kernel run on the CPU by `check --execute` crashed or did not finish"),
     # LG6xx: a launch was refused before the kernel ran.
     Code("LG601", "wrong-shape", _E, "an array's shape does not match its layout"),
     Code("LG602", "wrong-dtype", _E, "an array's dtype does not match its layout"),
@@ -154,6 +164,17 @@ CODES: dict[str, Code] = _registry(
     Code("LG630", "torch-namespace-taken", _E, "another generated module already registered torch operators in this namespace"),
     Code("LG631", "negative-size-argument", _E, "a functional torch operator was given a negative size for a symbol"),
     Code("LG632", "no-double-backward", _E, "a generated autograd pair was differentiated twice (create_graph=True)"),
+    Code("LG633", "pointer-out-of-range", _E, "an array's data pointer is negative or past 64 bits (a wrong `__cuda_array_interface__`)"),
+    Code("LG634", "null-pointer", _E, "an array with elements has a null data pointer (no memory, e.g. torch's `_efficientzerotensor`)"),
+    Code("LG635", "inference-tensor-write", _E, "the kernel would write in place into a torch inference tensor outside inference mode"),
+    Code("LG636", "no-cupy", _E, "a launch needs CuPy, which is not installed"),
+    Code("LG640", "mixed-generation", _E, "a kernel or header a launcher would compile is of another `layoutgen generate` run than its module"),
+    # LG650..LG669: the footprint sanitizer of `check --execute` found a kernel breaking its declarations.
+    Code("LG650", "outside-footprint", _E, "a kernel run on the CPU accessed memory outside the footprint of the parameter it came from"),
+    Code("LG651", "accessor-outside-field", _E, "a kernel run on the CPU indexed a view or shared tile outside its field"),
+    Code("LG652", "divergent-barrier", _E, "a barrier that some threads of the block (or lanes of the warp) never reach"),
+    Code("LG653", "unwritten-output", _E, "a kernel run on the CPU left an element of an output's field unwritten"),
+    Code("LG654", "output-from-unwritten", _E, "an output computed from memory nothing wrote (NaN from finite inputs)"),
 )
 
 
