@@ -17,7 +17,7 @@ from contextvars import ContextVar
 from pathlib import Path
 
 from .project.colors import COLOR_CHOICES, use_color
-from .project.config import Config, ConfigError, load_config
+from .project.config import Config, ConfigError, load_config, project_start
 from .project.files import hand_edited, outside_project, unified_diff
 from .project.outlock import output_lock
 from .project.aot import build_specs, no_build_archs, stale_prebuilt
@@ -82,6 +82,8 @@ def _parser() -> argparse.ArgumentParser:
     chk.add_argument("--compile", action="store_true", help="compile every generated kernel with NVRTC")
     chk.add_argument("--arch", help="target architecture for --compile (default: `arch`, \"sm_90\")")
     chk.add_argument("--report", action="store_true", help="with --compile: report registers and spills")
+    chk.add_argument("--execute", action="store_true",
+                     help="run every kernel on the CPU under the footprint sanitizer (needs g++ or clang++)")
     chk.add_argument("--format", choices=FORMATS, default="text", help="diagnostic format (default: text)")
 
     bld = verbs.add_parser("build", help="compile every kernel ahead of time into the generated packages",
@@ -129,7 +131,19 @@ def _config(args: argparse.Namespace) -> Config:
                                     "build_archs": getattr(args, "build_archs", None)}
     if getattr(args, "specs", None):
         overrides["specs"] = tuple(args.specs)
-    return load_config(Path.cwd(), overrides)
+    return _project_config(getattr(args, "specs", None) or (), overrides)
+
+
+def _project_config(specs: Sequence[str], overrides: dict[str, object] | None = None) -> Config:
+    """The settings of the project of ``specs`` (found from their folder), else of the working folder's. Where
+    the working folder is outside that project, the root is said (on stderr, keeping stdout the report's):
+    the paths of the report are relative to it."""
+    cwd = Path.cwd()
+    config = load_config(project_start(specs, cwd), overrides)
+    if not cwd.resolve().is_relative_to(config.root):
+        print(f"layoutgen: project {config.root} (found from the spec; the working folder is outside it)",
+              file=sys.stderr)
+    return config
 
 
 def _spec_files(config: Config, args: argparse.Namespace) -> list[Path]:
@@ -239,6 +253,10 @@ def cmd_check(args: argparse.Namespace) -> int:
         from .project.compile_all import compile_results  # imports CuPy's NVRTC only when asked
 
         diags.extend(compile_results(results, config, report=args.report, progress=not args.quiet))
+    if args.execute:
+        from .project.execute import execute_results
+
+        diags.extend(config.selection.apply(execute_results(results, config, progress=not args.quiet)))
     return _finish(config, diags, len(results), args.format)
 
 
@@ -262,9 +280,9 @@ def cmd_build(args: argparse.Namespace) -> int:
 def cmd_show(args: argparse.Namespace) -> int:
     from .project.show import show
 
-    config = load_config(Path.cwd())
     target = args.target
     spec_path, _, layout = target.partition(":") if not Path(target).exists() else (target, "", "")
+    config = _project_config([spec_path])
     return show(config, Path(spec_path), layout or None, svg=args.svg, png=args.png,
                 color=use_color(args.color, sys.stderr), fmt=args.format)
 

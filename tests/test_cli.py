@@ -191,6 +191,35 @@ def test_check_exit_codes_clean_and_stale(project: Path) -> None:
     assert layoutgen("check", cwd=project / "specs").returncode == 0
 
 
+def test_a_spec_given_from_outside_its_project_is_checked_in_its_project(project: Path, tmp_path: Path) -> None:
+    """As ruff and mypy find their settings: from the spec's folder upward, not from the working folder; the
+    root used is said where it is not the working folder's."""
+    assert layoutgen("generate", "-q", cwd=project).returncode == 0
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    (outside / "pyproject.toml").write_text('[project]\nname = "other"\n')  # a project of no layoutgen
+    spec = project / "specs" / "mini" / "spec.py"
+    for verb in (["check"], ["generate", "--check"]):
+        run = layoutgen(*verb, str(spec), cwd=outside)
+        assert (run.returncode, run.stderr) == (0, f"layoutgen: project {project} (found from the spec; the "
+                                                   "working folder is outside it)\n"), (verb, run.stdout, run.stderr)
+    assert layoutgen("check", str(spec), cwd=outside).stdout == "All checks passed: 1 spec, no errors.\n"
+    # A project's pyproject.toml without [tool.layoutgen] (a package of its own inside it) is looked past.
+    (project / "specs" / "pyproject.toml").write_text('[project]\nname = "inner"\n')
+    run = layoutgen("check", "mini/spec.py", cwd=project / "specs")
+    assert (run.returncode, run.stdout, run.stderr) == (0, "All checks passed: 1 spec, no errors.\n", "")
+
+
+def test_specs_of_two_projects_are_refused_naming_both(project: Path, tmp_path: Path) -> None:
+    other = tmp_path / "other"
+    shutil.copytree(project, other)
+    run = layoutgen("check", str(project / "specs/mini/spec.py"), str(other / "specs/mini/spec.py"), cwd=tmp_path)
+    assert (run.returncode, run.stdout) == (2, "")
+    assert run.stderr == (
+        f"layoutgen: error: the specs given belong to two projects: {project / 'specs/mini/spec.py'} to {project} "
+        f"and {other / 'specs/mini/spec.py'} to {other}; run layoutgen once for each\n")
+
+
 def test_check_on_the_seed_bug_exits_1_naming_both_strides() -> None:
     run = layoutgen("check", "examples/vsn/seed_bug.py", cwd=REPO)
     assert run.returncode == 1, run.stdout + run.stderr
@@ -405,6 +434,19 @@ def test_show_prints_the_layout_tables_and_bindings(project: Path) -> None:
     assert "  symbols: B = B, K = K, F = 40" in out
 
 
+def test_show_of_a_refused_binding_shows_every_value_of_a_conflicting_symbol(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "spec.py").write_text(
+        "from layoutgen import Field, In, Kernel, Layout, Out, Spec, dims\n"
+        "B, F = dims('B F')\n"
+        "L = Layout('L', [B], 'f32', [Field('a', 4), Field('b', 6), Field('c', 6)])\n"
+        "k = Kernel('k', 'k.cu.j2', [In('x', [B, F]), Out('y', [B, F]), Out('z', [B, F])])\n"
+        "spec = Spec('refused', kernels=[k.bind(x=L.a, y=L.b, z=L.c)])\n")
+    monkeypatch.chdir(tmp_path)
+    assert main(["show", "spec.py"]) == 0
+    assert "  symbols: B = B, F = 4 from `x` but 6 from `y`, 6 from `z`\n" in capsys.readouterr().out
+
+
 def test_show_one_layout(project: Path) -> None:
     run = layoutgen("show", "specs/mini/spec.py:Window", cwd=project)
     assert run.returncode == 0, run.stderr
@@ -459,6 +501,45 @@ def test_a_spec_that_exits_while_imported_is_lg504_at_its_line(project: Path, ca
         "while layoutgen imports it\n"
         '  hint: put what runs the module as a script under `if __name__ == "__main__":`\n'
         "Found 1 error in 1 spec.\n")), run.stdout + run.stderr
+
+
+@pytest.mark.parametrize(("call", "shown"), [
+    ("os._exit(0)", "os._exit(0)"), ("os._exit(3)", "os._exit(3)"), ("posix._exit(0)", "os._exit(0)"),
+    ('os.execv("/bin/true", ["true"])', "os.execv"), ('os.execlp("true", "true")', "os.execv"),
+    ('posix.execve("/bin/true", ["true"], {})', "os.execve"),
+])
+def test_a_spec_that_ends_the_process_while_imported_is_lg504_at_its_line(project: Path, call: str,
+                                                                          shown: str) -> None:
+    """os._exit and exec end the process with no exception: the import runs with them refused, so `check`
+    reports the spec instead of exiting 0 having checked nothing."""
+    spec = project / "specs" / "mini" / "spec.py"
+    edit(spec, "B, K, F, C = dims(", f"import os, posix\n{call}\nB, K, F, C = dims(")
+    line = spec_line(spec, call)
+    run = layoutgen("check", cwd=project)
+    assert (run.returncode, run.stdout) == (1, (
+        f"specs/mini/spec.py:{line}: error[LG504]: importing the spec called {shown}: a spec module must not end "
+        "the process while layoutgen imports it\n"
+        '  hint: put what runs the module as a script under `if __name__ == "__main__":`\n'
+        "Found 1 error in 1 spec.\n")), run.stdout + run.stderr
+
+
+def test_the_functions_that_end_the_process_are_restored_after_a_spec_is_imported(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import posix
+
+    from layoutgen.project.specload import load_spec
+
+    def reached(*args: object) -> None:  # stands for the real one: a spec that reaches it would end pytest
+        raise AssertionError("the spec's os._exit reached the process")
+
+    monkeypatch.setattr(os, "_exit", reached)
+    monkeypatch.setattr(posix, "_exit", reached)
+    before = (os._exit, os.execv, os.execve, posix._exit, posix.execv, posix.execve)
+    spec = tmp_path / "spec.py"
+    spec.write_text("import os\nos._exit(0)\n")
+    (diag,) = load_spec(spec).diagnostics
+    assert diag.code == "LG504" and diag.message.startswith("importing the spec called os._exit(0)")
+    assert (os._exit, os.execv, os.execve, posix._exit, posix.execv, posix.execve) == before
 
 
 def test_an_internal_error_exits_2_with_the_traceback_and_asks_for_a_report(
@@ -655,7 +736,7 @@ def test_check_compile_reports_an_unusable_cache_and_rebuilds_a_damaged_one(proj
 
     run = check_compile()
     assert (run.returncode, run.stdout, run.stderr) == (1, (
-        f"error[LG513]: the compile cache `{file}/cubin` cannot be used: `{file}` is not a folder\n"
+        f"error[LG513]: the compile cache `{file}` cannot be used: `{file}` is not a folder\n"
         "  hint: point LAYOUTGEN_CACHE_DIR (or `cache_dir`) at a folder\n"
         "Found 1 error in 1 spec.\n"), "")
     env["LAYOUTGEN_CACHE_DIR"] = str(tmp_path / "cache")

@@ -70,6 +70,11 @@ def test_root_is_the_nearest_pyproject(root: Path) -> None:
     assert find_root(deep / "spec.py") == root
     config = load_config(deep)
     assert (config.root, config.arch) == (root, "sm_80")
+    project(deep, None)  # a package of its own inside the project, without [tool.layoutgen]: looked past
+    assert find_root(deep) == root
+    project(deep, "")
+    assert find_root(deep) == deep
+    project(root, None)  # no [tool.layoutgen] anywhere: the nearest pyproject.toml, every setting defaulted
     project(deep, None)
     assert find_root(deep) == deep
 

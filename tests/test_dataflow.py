@@ -184,6 +184,36 @@ def test_a_buffer_field_outside_the_binding_is_a_layout_mismatch() -> None:
                             "`window.context` (columns 40..56)")
 
 
+def test_lg304_hints_the_columns_the_binding_was_made_for_and_the_launch_that_binds_itself() -> None:
+    binding = next(b for b in vsn.spec.kernels if b.name == "variable_selection_fwd")
+    launch = Launch(binding, x=vsn.window.context, W=vsn.W, b=vsn.b, gates=vsn.gates, y=vsn.y)
+    (diag,) = check_program(Program("p", [launch]))
+    assert diag.hint == ("give `window.snap`, the columns `variable_selection_fwd` was bound to, or launch the kernel "
+                         "itself (`Launch(variable_selection_fwd, ...)`) so that it is bound to `window.context`")
+    whole = copy_kernel().bind(name="copy_rows", src=vsn.Window, dst=vsn.Window)
+    window = Buffer("window", vsn.Window, input=True, output=True)
+    (diag,) = check_program(Program("p", [Launch(whole, src=window.snap, dst=window)]))
+    assert diag.hint == ("give the whole buffer `window`, as `copy_rows` was bound to all of Window, or launch the "
+                         "kernel itself (`Launch(copy, ...)`) so that it is bound to `window.snap`")
+
+
+def test_lg209_for_a_kernel_launched_twice_hints_the_launch_s_name() -> None:
+    """A kernel launched twice on other views makes two bindings of one name: the fix is `Launch(..., name=)`."""
+    window = Buffer("window", vsn.Window, input=True, output=True)
+    twice = Program("p", [Launch(copy_kernel(), src=window.snap, dst=window.snap),
+                          Launch(copy_kernel(), src=window.context, dst=window.context)])
+    (diag,) = [d for d in check_spec(Spec("s", programs=[twice])) if d.code == "LG209"]
+    assert diag.hint == 'name each launch of it: Launch(copy, name="...", ...)'
+    bound = copy_kernel().bind(src=vsn.Window.snap, dst=vsn.Window.snap)
+    (diag,) = [d for d in check_spec(Spec("s", kernels=[bound, copy_kernel().bind(
+        src=vsn.Window.context, dst=vsn.Window.context)])) if d.code == "LG209"]
+    assert diag.hint == 'name each binding: copy.bind(name="...", ...)'
+
+
+def copy_kernel() -> Kernel:
+    return Kernel("copy", "unused.cu.j2", [In("src", ["B", "K", "C"]), Out("dst", ["B", "K", "C"])])
+
+
 def test_generated_module_runs_programs_and_captures_them() -> None:
     import generated.vsn as module
 

@@ -138,6 +138,64 @@ def test_every_diagnostic_code_has_its_section() -> None:
         assert f"**Severity:** {severity}" in text, f"{code}: the section must say its severity ({severity})"
 
 
+def test_every_install_command_of_the_docs_names_the_cuda_extra_of_a_driver() -> None:
+    """`compile` is an old name of the CUDA 13 set: a CUDA 12 user who follows it gets NVRTC 13. Every page
+    names `cuda13` or `cuda12`, never the alias."""
+    pages = [REPO / "README.md", *sorted(DOCS.glob("*.md"))]
+    installs = [(p.name, m[0]) for p in pages for m in re.finditer(r"pip install[^`\n]*", p.read_text("utf-8"))]
+    assert installs
+    offenders = [(page, line) for page, line in installs if "[compile]" in line or "compile]" in line]
+    assert offenders == []
+    tutorial = (DOCS / "tutorial.md").read_text("utf-8")
+    assert '`pip install -e ".[cuda13]"` from a clone, or `.[cuda12]` where `nvidia-smi` shows a CUDA 12' in " ".join(
+        tutorial.split())
+
+
+def test_the_command_table_of_cli_md_lists_every_command() -> None:
+    import argparse
+
+    from layoutgen.cli import _parser
+
+    actions = [a for a in _parser()._actions if isinstance(a, argparse._SubParsersAction)]
+    verbs = sorted(v for a in actions for v in a.choices)
+    table = re.findall(r"^\| \[`(\w+)`\]\(#layoutgen-\1\) \|", (DOCS / "cli.md").read_text("utf-8"), re.M)
+    assert sorted(table) == verbs
+
+
+def test_the_generate_check_example_of_cli_md_is_what_generate_prints(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The header's diff after widening `Window.context` from 16 to 24 columns, as shown: every line but the
+    stamps' hashes (which follow the version and the templates)."""
+    page = (DOCS / "cli.md").read_text("utf-8")
+    shown = re.search(r"^```text\n(--- a/generated/example/example\.cuh\n.*?)^```", page, re.M | re.S)
+    assert shown
+    spec = ("from layoutgen import Field, In, Kernel, Layout, Out, Spec, dims, f32\n\n"
+            "B, K, F = dims(\"B K F\")\n"
+            "Window = Layout(\"Window\", [B, K], f32, [Field(\"snap\", 40), Field(\"context\", 16)])\n"
+            "Features = Layout(\"Features\", [B, K], f32, width=40)\n"
+            "scale = Kernel(\"scale\", \"scale.cu.j2\", [In(\"x\", [B, K, F]), Out(\"y\", [B, K, F])])\n"
+            "spec = Spec(\"example\", kernels=[scale.bind(x=Window.snap, y=Features)])\n")
+    (tmp_path / "spec.py").write_text(spec)
+    (tmp_path / "scale.cu.j2").write_text("    for (int f = 0; f < F; ++f) y.at(row, f) = 2.0f * x.at(row, f);\n")
+    (tmp_path / "pyproject.toml").write_text('[tool.layoutgen]\nspecs = ["spec.py"]\n')
+    monkeypatch.chdir(tmp_path)
+    assert run_cli("generate", "-q")[0] == 0
+    (tmp_path / "spec.py").write_text(spec.replace('Field(\"context\", 16)', 'Field(\"context\", 24)'))
+    status, out = run_cli("generate", "--check")
+    assert status == 1
+    header = out[out.index("--- a/generated/example/example.cuh"):out.index("--- a/generated/example/scale.cu")]
+    unhashed = re.compile(r"layoutgen-hash: sha256:[0-9a-f]{64}")
+    assert unhashed.sub("HASH", header) == unhashed.sub("HASH", shown[1].split("3 generated files would")[0])
+    assert out.endswith("3 generated files would change; run `layoutgen generate`.\n")
+
+
+def run_cli(*args: str) -> tuple[int, str]:
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        status = main(list(args))
+    return status, out.getvalue()
+
+
 def test_every_config_key_is_documented() -> None:
     page = read(DOCS / "config.md")
     missing = [key for key in KEYS if not re.search(rf"^### `{re.escape(key)}`", page, flags=re.M)]
@@ -192,8 +250,14 @@ def _open_cache(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     (project / "cache").chmod(0o777)
 
 
+def _looped_out(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """LG517: `ln -s generated generated`."""
+    (project / "generated").symlink_to("generated")
+
+
 #: Examples whose situation files cannot make: each is set up as the section's prose says.
-PREPARE: dict[str, Any] = {"LG508": _held_output_lock, "LG510": _linked_out, "LG512": _open_cache}
+PREPARE: dict[str, Any] = {"LG508": _held_output_lock, "LG510": _linked_out, "LG512": _open_cache,
+                           "LG517": _looped_out}
 
 
 @pytest.mark.parametrize("code", RUNNABLE)

@@ -145,6 +145,12 @@ NOT_C_IDENT = "must be a C identifier (letters, digits, `_`; not starting with a
          "`vector` of `x` must be 1, 2, 4, 8 or 16 bytes, got 3"),
         ("vector-bool", lambda: InOut("x", [B], vector=True),  # site: vector-bool
          "`vector` of `x` must be 1, 2, 4, 8 or 16 bytes, got True"),
+        ("vector-float", lambda: In("x", [B], vector=16.0),  # type: ignore[arg-type]  # site: vector-float
+         "`vector` of `x` must be 1, 2, 4, 8 or 16 bytes, got 16.0"),
+        ("block-bool", lambda: Kernel("k", "k.cu.j2", [In("x", [B])], grid=Grid.rows("x", True)),  # site: block-bool
+         "the block size of `k` must be 1..1024, got True"),
+        ("block-float", lambda: Kernel("k", "k.cu.j2", [In("x", [B])], grid=Grid.tiles("x", 4, 256.0)),  # type: ignore[arg-type]  # site: block-float
+         "the block size of `k` must be 1..1024, got 256.0"),
         ("binding-name", lambda: vsn.bind(name="2x", x=Window.snap, y=Features),  # site: binding-name
          f"a binding name {NOT_C_IDENT}, got '2x'"),
     ],
@@ -155,6 +161,45 @@ def test_lg208_malformed_declarations(site_of: SiteOf, marker: str, make: Callab
     assert err.code == "LG208"
     assert err.diagnostic.message == message
     assert err.site == site_of(marker)
+
+
+def test_lg207_a_scalar_bound_as_a_view_names_what_it_was_bound_to(site_of: SiteOf) -> None:
+    from layoutgen import Scalar
+
+    k = Kernel("k", "k.cu.j2", [In("x", [B, K, F]), Scalar("lr", f32), Out("y", [B, K, F])])
+    for given, shown in ((Window.snap, "Window.snap"), (Features, "Features"), (0.5, "0.5")):
+        err = raises(lambda: k.bind(x=Window.snap, lr=given, y=Features))  # type: ignore[arg-type]  # site: scalar
+        assert (err.code, err.diagnostic.message) == (
+            "LG207", f"`k.lr` is a scalar: it takes a value at each launch, not a view, got {shown}")
+        assert err.site == site_of("scalar")
+
+
+def test_lg218_a_grid_over_no_parameter_name(site_of: SiteOf) -> None:
+    """A grid's parameter is a name: a list, a number or a view is refused where the grid is made."""
+    err = raises(lambda: Grid.rows(["x"]))  # type: ignore[arg-type]  # site: grid of a list
+    assert (err.code, err.diagnostic.message, err.hint) == (
+        "LG218", "the parameter of Grid.rows must be the name of a parameter of its kernel, got ['x']",
+        'for example Grid.rows("x") for a parameter In("x", ...)')
+    assert err.site == site_of("grid of a list")
+
+
+def test_lg107_and_lg208_name_the_same_scalar_dtypes() -> None:
+    """An unknown dtype name (LG107) and a known one a scalar cannot have (LG208) list one table's dtypes."""
+    from layoutgen import Scalar
+    from layoutgen.schema.scalars import SCALAR_DTYPES
+
+    listed = ", ".join(SCALAR_DTYPES)
+    assert "f16" not in SCALAR_DTYPES and "f32" in SCALAR_DTYPES
+    unknown = raises(lambda: Scalar("lr", "float32"))
+    assert (unknown.code, unknown.diagnostic.message) == (
+        "LG107", f"the dtype of scalar `lr` must be one of {listed}, got 'float32'")
+    half = raises(lambda: Scalar("lr", "f16"))
+    assert (half.code, half.diagnostic.message) == ("LG208", f"scalar `lr` must be one of {listed}, got f16")
+    from layoutgen import Value
+
+    unknown = raises(lambda: Value("lr", "half"))
+    assert (unknown.code, unknown.diagnostic.message) == (
+        "LG107", f"the dtype of value `lr` must be one of {listed}, got 'half'")
 
 
 def test_lg208_a_parameter_declared_twice_points_at_the_second(site_of: SiteOf) -> None:

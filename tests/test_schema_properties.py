@@ -33,14 +33,12 @@ from layoutgen.schema import (
     dims,
 )
 from layoutgen.schema.names import name_problem
+from layoutgen.schema.reserved import reserved_names
 
 B, K, T = dims("B K T")
 SYMBOLS = ("B", "K", "T", "H")  # "H" is given as a string
-ATTRIBUTES = frozenset(
-    a
-    for a in dir(View) + dir(Layout) + [f.name for f in dataclass_fields(View) + dataclass_fields(Layout)]
-    if not a.startswith("_")
-)
+# Names a field may not take: the attributes of layouts, views and a program's buffers (`window.whole`).
+ATTRIBUTES = frozenset(reserved_names())
 
 SETTINGS = settings(deadline=None, max_examples=200, suppress_health_check=[HealthCheck.too_slow])
 
@@ -334,7 +332,7 @@ BAD_NAMES: dict[Any, str] = {
 }
 NON_STRING_NAMES: dict[Any, str] = {5: "LG105", None: "LG105", b"ab": "LG105", 1.5: "LG105"}
 # Bad only for a field: they would shadow an attribute of layouts and views.
-SHADOWING = ["width", "offset", "shape", "of", "layout", "dims", "doc", "region", "record"]
+SHADOWING = ["width", "offset", "shape", "of", "layout", "dims", "doc", "region", "record", "whole", "output", "role"]
 BAD_WIDTHS = ["4", 4.0, 2.5, True, False, [4], (4,)]
 BAD_DTYPES = ["f128", "float32", "F32", None, np.float32, 3, "bfloat16"]
 NON_ENTRIES = ["x", 4, 4.5, None, ("a", 4), {"name": "a", "width": 4}, Dim("B"), [Field("a", 1)], True]
@@ -343,7 +341,14 @@ NOT_LISTS = ["abc", None, 5, {"a": 1}, (x for x in ()), Field("a", 1)]
 
 MUTATIONS = [
     "overlap", "out_of_range", "nonpositive", "duplicate", "bad_name", "bad_dtype", "wrong_width",
-    "gap", "bad_width_type", "bad_cols", "non_entry", "not_a_list", "bad_dims", "bad_read_only",
+    "gap", "bad_width_type", "bad_cols", "non_entry", "not_a_list", "bad_dims", "bad_read_only", "bad_shape",
+]
+#: A field's `shape=` that no row can hold, and the code of each: odd entries, and dims in symbols a row of
+#: numbers cannot count its columns in (a symbolic row must be all fields of one symbol: LG112).
+BAD_SHAPES: list[tuple[Any, str]] = [
+    ([], "LG110"), ("ab", "LG110"), (5, "LG110"), ([0], "LG103"), ([2, -1], "LG103"), ([2.0], "LG110"),
+    ([True], "LG110"), ([None], "LG110"), ([2, "a b"], "LG105"), ([2, "int"], "LG106"), ([2, "D"], "LG112"),
+    (["D"], "LG112"), (["D", 2], "LG112"), ([2, "D", "H"], "LG112"), ([1, Dim("D")], "LG112"),
 ]
 
 
@@ -483,6 +488,18 @@ def mutate(draw: st.DrawFn, spec: Spec, kind: str) -> tuple[str, set[str]]:
         ]))
         spec.dims = [*spec.dims, *bad] if isinstance(bad, list) else bad
         return kind, {code}
+    if kind == "bad_shape":  # a field (or one more, among the others) with a shape of its own that cannot be
+        shape, code = draw(st.sampled_from(BAD_SHAPES))
+        fields_ = [n for n in nodes if n.kind == "field"]
+        if fields_ and draw(st.booleans()):
+            node = draw(st.sampled_from(fields_))
+            node.mode, node.override = "width", {"shape": shape, "width": None}
+        else:
+            sib, *_ = draw(st.sampled_from(sibling_lists(spec)))
+            sib.append(Node("field", "zz_shaped", 0, 0, "width", override={"shape": shape, "width": None}))
+        # A field counted in a symbol makes every other run of columns LG112 first; alone it may be LG102/LG108
+        # against a declared width.
+        return kind, {code, "LG112"} if code == "LG112" or shape in ([2, "D"], ["D"]) else {code}
     assert kind == "bad_read_only"
     spec.override["read_only"] = draw(st.sampled_from([1, 0, "yes", None, 1.0]))
     return kind, {"LG110"}

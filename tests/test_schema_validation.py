@@ -483,6 +483,37 @@ def test_lg106_names_that_shadow_layout_and_view_attributes(expect_site, name: s
     expect_site(err, "lg106-shadow")
 
 
+def _buffer_attributes() -> list[str]:
+    """What `window.<name>` finds on a program's buffer (or a field of one) before a field: read off the
+    classes themselves, so an attribute added to them is covered here without a list to keep."""
+    from dataclasses import fields as dataclass_fields
+
+    from layoutgen.declare.program import Buffer, BufferView
+
+    names = {n for c in (Buffer, BufferView) for n in [*dir(c), *(f.name for f in dataclass_fields(c))]}
+    return sorted(n for n in names if not n.startswith("_") and n not in SHADOWING)
+
+
+@pytest.mark.parametrize("name", _buffer_attributes())
+def test_lg106_a_field_named_like_a_buffer_attribute_is_refused_at_its_line(expect_site, name: str) -> None:
+    assert {"whole", "input", "output", "role", "buffer"} <= set(_buffer_attributes())
+    with pytest.raises(LayoutError) as info:
+        Layout("W", [B], f32, [
+            Field("a", 2),
+            Group("g", [
+                Field(name, 2),  # site: lg106-buffer
+            ]),
+        ])
+    err = info.value
+    assert err.code == "LG106"
+    assert err.diagnostic.message == (
+        f"field `{name}` of `W.g` would shadow the attribute `{name}` of program buffers: in a program, "
+        f"`<buffer>.{name}` would be the buffer's `{name}`, not the field"
+    )
+    assert err.hint == "rename the field; layoutgen reserves the names of Buffer and BufferView attributes"
+    expect_site(err, "lg106-buffer")
+
+
 def test_lg106_layout_and_dim_names(expect_site) -> None:
     with pytest.raises(LayoutError) as info:
         Layout("int", [B], f32, width=4)  # site: lg106-layout

@@ -143,7 +143,8 @@ def check_spec(spec: Spec, arch: str = DEFAULT_ARCH) -> list[Diagnostic]:
                 "LG209",
                 f"spec `{spec.name}` generates kernel `{binding.name}` twice (first bound at "
                 f"{first[binding.name].site})",
-                binding.site, hint=f"name each binding: {binding.kernel.name}.bind(name=\"...\", ...)",
+                binding.site, hint=f"name each launch of it: Launch({binding.kernel.name}, name=\"...\", ...)"
+                if binding.by_launch else f"name each binding: {binding.kernel.name}.bind(name=\"...\", ...)",
             ))
         first.setdefault(binding.name, binding)
         out.extend(check_binding(binding, arch))

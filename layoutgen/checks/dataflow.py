@@ -156,7 +156,10 @@ def _layout_mismatches(program: Program) -> list[Diagnostic]:
                     "LG304", f"{_who(launch, arg.param)} is bound to {bound.name} ({where(view_box(bound), bound.layout)}) "
                     f"but program `{program.name}` gives it `{arg.name}` ({where(view_box(arg.view), bound.layout)})",
                     launch.site,
-                    hint=f"give `{arg.buffer.name}.{bound.path}`" if bound.path else f"give `{arg.buffer.name}`",
+                    hint=(f"give `{arg.buffer.name}.{bound.path}`, the columns `{launch.binding.name}` was bound to"
+                          if bound.path else f"give the whole buffer `{arg.buffer.name}`, as `{launch.binding.name}` "
+                          f"was bound to all of {bound.layout.name}") + f", or launch the kernel itself (`Launch("
+                    f"{launch.binding.kernel.name}, ...)`) so that it is bound to `{arg.name}`",
                 ))
     return out
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..declare.grids import RESIDENT
+from ..declare.grids import RESIDENT, launch_dims
 from ..declare.kernels import Binding, Param
 from ..declare.tiles import tile_vector_bytes, tiled_params
 from ..declare.unify import unify
@@ -38,6 +38,14 @@ def argument(param: str) -> str:
 def dim(symbol: str) -> str:
     """A layout symbol as the kernel's argument and the views' member: ``lg_dim_B``."""
     return f"{CPP_DIM}{symbol}"
+
+
+def launch_value(layout_dim: Dim) -> str:
+    """C++ for the launch value of a symbolic layout dim a kernel symbol was unified with: its argument
+    (``lg_dim_B``), or, for a product such as ``D*3`` (the width of a row of fields counted in ``D``), the
+    product of its factors' arguments, never the product's text as one name."""
+    size = Size.product(launch_dims([layout_dim], {}))
+    return size.c_expr({s: dim(s) for s in size.symbols})
 
 
 def _c_dims(dims: list[Dim] | tuple[Dim, ...]) -> list[str]:
@@ -285,7 +293,7 @@ class KernelModel:
     layout_symbols: tuple[str, ...]  # launch arguments: the layouts' symbolic dims
     arguments: tuple[str, ...]  # the kernel's C++ parameter declarations, in launch order
     static: tuple[tuple[str, int], ...]  # kernel symbol -> value, for constexprs
-    aliases: tuple[tuple[str, str], ...]  # kernel symbol -> layout symbol it equals
+    aliases: tuple[tuple[str, str], ...]  # kernel symbol -> C++ for the layout dim it equals (launch_value)
     block: int
     grid_param: str
     grid_per: str  # row / element / vector (the thread's index), tile / warp / persistent / persistent_warp / general
@@ -309,8 +317,8 @@ class KernelModel:
 
     @property
     def alias_members(self) -> tuple[tuple[str, str], ...]:
-        """(kernel symbol, the launch argument it is): ``("B", "lg_dim_B")``."""
-        return tuple((s, dim(layout_symbol)) for s, layout_symbol in self.aliases)
+        """(kernel symbol, C++ for its launch value): ``("B", "lg_dim_B")``, ``("F", "(long long)lg_dim_D * 3LL")``."""
+        return self.aliases
 
     @property
     def constants(self) -> tuple[tuple[str, str, int], ...]:
@@ -352,7 +360,7 @@ def kernel_model(binding: Binding, views: dict[str, ViewModel], template: str, s
             + [f"long long {dim(s)}" for s in layout_symbols]
         ),
         static=tuple(sorted(unified.static.items())),
-        aliases=tuple(sorted(unified.symbolic.items())),
+        aliases=tuple(sorted((s, launch_value(d)) for s, d in unified.values if d.size is None)),
         block=grid.block,
         grid_param=grid.param or "",
         grid_per=grid.per,

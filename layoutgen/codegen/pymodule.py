@@ -122,6 +122,21 @@ class PyKernel:
     def launcher(self) -> str:
         return launcher(self.name)
 
+    @property
+    def marked(self) -> tuple[str, ...]:
+        """The parameters after the first scalar that an array follows, which get a marker default: a call that
+        leaves that scalar out shifts an array into its place, and the launcher, not Python's TypeError about
+        the last parameter, says which was left out (:mod:`layoutgen.schema.arguments`)."""
+        names = [p.name for p in self.signature]
+        first = next((i for i, p in enumerate(self.signature)
+                      if p.is_scalar and any(not q.is_scalar for q in self.signature[i + 1:])), len(names))
+        return tuple(names[first + 1:])
+
+    @property
+    def described_params(self) -> tuple[tuple[str, str], ...]:
+        """(name, ``array`` or ``scalar f32``) of each parameter, for the message of a call that misses one."""
+        return tuple((p.name, f"scalar {p.dtype}" if isinstance(p, PyScalar) else "array") for p in self.signature)
+
 
 @dataclass(frozen=True)
 class PyBuffer:
@@ -253,6 +268,7 @@ def module_model(spec: Spec, sources: dict[int, str]) -> dict[str, object]:
     typed = {"Array", "DeviceArray", "LayoutTag", *(("unwrap",) if programs else ())} | {
         SCALAR_TYPES[s.kind] for s in every_scalar}
     return {"spec": spec.name, "layouts": layouts, "kernels": kernels, "programs": programs, "exports": exports,
+            "marked": any(k.marked for k in kernels),
             "header": f"{spec.name}.cuh", "scalar_specs": bool(every_scalar), "typed_imports": sorted(typed),
             "block_rules": any(k.count for k in kernels), "shared_arrays": any(k.shared for k in kernels)}
 

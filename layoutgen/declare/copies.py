@@ -47,6 +47,12 @@ def field_copies(view: View | Layout, packed: Layout | None = None, name: str | 
     the kernels are named ``gather_<Layout>_<field>`` and ``scatter_...``
     unless ``name`` gives the common suffix.
     """
+    site = caller_site()
+    if not isinstance(view, (View, Layout)):
+        raise KernelError(Diagnostic("LG208", f"`field_copies` copies a field's view or a layout, got {view!r}", site,
+                                     hint="for example field_copies(Window.snap)"))
+    if packed is not None and not isinstance(packed, Layout):
+        raise KernelError(Diagnostic("LG208", f"`packed` of `field_copies` must be a layout, got {packed!r}", site))
     view = view.view if isinstance(view, Layout) else view
     target = packed or packed_layout(view)
     rows: View | Layout = target

@@ -219,6 +219,9 @@ def _argument_problem(grid: Grid) -> tuple[str, str, str | None] | None:
     if kind not in GRID_NAMES:
         return None
     made = CONSTRUCTORS[kind]
+    if kind != "general" and not isinstance(grid.param, str):  # compared with names, hashed, written in C++
+        return (("LG218", f"the parameter of {made} must be the name of a parameter of its kernel, got "
+                 f"{grid.param!r}", f"for example {made}(\"x\") for a parameter In(\"x\", ...)"))
     if kind in _ROWS_ARGUMENT:
         if not _positive_int(grid.capacity):
             return ("LG218", f"`{_ROWS_ARGUMENT[kind]}` of {made} must be a positive integer below 2^31, got "
@@ -274,7 +277,7 @@ def check_grid(kernel: str, grid: object, params: Sequence[str], symbols: Sequen
             "LG208", f"the grid of `{kernel}` must be one of " + ", ".join(CONSTRUCTORS.values()) + f", got per="
             f"{grid.per!r}", site, hint=f"for example Grid.rows(\"{grid.param}\") or Grid.tiles(\"{grid.param}\")",
         )
-    if not isinstance(grid.block, int) or not 1 <= grid.block <= 1024:
+    if not _positive_int(grid.block, 1025):  # True and 128.0 are no block: they would reach the generated code
         raise kernel_error("LG208", f"the block size of `{kernel}` must be 1..1024, got {grid.block!r}", site)
     unknown = [s for s in (grid.blocks.symbols if grid.blocks is not None else ()) if s not in symbols]
     if unknown:

@@ -85,7 +85,8 @@ def _param(
         raise _kernel_error("LG208", f"parameter `{name}` must have at least one dim", site)
     if not isinstance(contiguous, bool):
         raise _kernel_error("LG208", f"`contiguous` of `{name}` must be True or False, got {contiguous!r}", site)
-    if vector is not None and (isinstance(vector, bool) or vector not in (1, 2, 4, 8, 16)):
+    # `type(...) is int`: 16.0 and True compare equal to 16 and 1, and would reach the generated code as such
+    if vector is not None and (type(vector) is not int or vector not in (1, 2, 4, 8, 16)):
         raise _kernel_error("LG208", f"`vector` of `{name}` must be 1, 2, 4, 8 or 16 bytes, got {vector!r}", site)
     resolved = None if dtype is None else resolve_dtype(dtype, f"the dtype of parameter `{name}`", site)
     return Param(name, dims, access, contiguous, vector, resolved, site)
@@ -126,7 +127,7 @@ class Scalar:
     def __init__(self, name: str, dtype: DType | str, *, finite: bool = False) -> None:
         site = caller_site()
         _check_name(name, "a parameter name", site)
-        resolved = resolve_dtype(dtype, f"the dtype of scalar `{name}`", site)  # LG107 for an unknown name
+        resolved = resolve_dtype(dtype, f"the dtype of scalar `{name}`", site, SCALAR_DTYPES)  # LG107: unknown
         if resolved.name not in SCALAR_DTYPES:
             raise _kernel_error("LG208", f"scalar `{name}` must be one of {', '.join(SCALAR_DTYPES)}, got {resolved}",
                                 site, hint="a 16-bit float travels as f32: convert it in the body")
@@ -309,7 +310,8 @@ class Kernel:
         for key, value in views.items():
             if key in self.scalar_names:
                 raise _kernel_error(
-                    "LG207", f"`{self.name}.{key}` is a scalar: it takes a value at each launch, not a view", site,
+                    "LG207", f"`{self.name}.{key}` is a scalar: it takes a value at each launch, not a view, got "
+                    + (value.name if isinstance(value, (View, Layout)) else repr(value)), site,
                     hint=f"leave `{key}` out of bind; give it to the launcher (or to `Launch`, in a program)",
                 )
             if key not in known:
@@ -343,6 +345,9 @@ class Binding:
     name: str
     views: tuple[tuple[str, View], ...]  # in parameter order
     site: Site | None
+    # Made by `Launch(kernel, ...)` rather than `kernel.bind(...)`: its name is the Launch's `name=`, which
+    # messages about it then propose.
+    by_launch: bool = field(default=False, compare=False, repr=False)
 
     def __repr__(self) -> str:
         return f"<Binding {self.name} of {self.kernel.name}>"

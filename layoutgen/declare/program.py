@@ -21,14 +21,14 @@ launches in order, column range by column range.
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
-from dataclasses import dataclass
-from dataclasses import fields as dataclass_fields
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from ..schema import DType, Layout, View
 from ..schema.diagnostics import Diagnostic, LayoutgenError, Site, caller_site
 from ..schema.dtypes import resolve_dtype
 from ..schema.names import name_problem
+from ..schema.reserved import Reserver, reserve_attributes
 from ..schema.scalars import SCALAR_DTYPES, ScalarValueError, pack_scalar
 from ..schema.words import with_article
 from .kernels import LAUNCHER_KEYWORDS, Binding, Kernel, Scalar
@@ -75,7 +75,6 @@ class Buffer:
                                  hint="rename the buffer")
         if not isinstance(layout, Layout):
             raise _program_error(f"buffer `{name}` needs a layout, got {layout!r}", site)
-        _check_field_names(name, layout, site)
         for flag, value in (("input", input), ("output", output)):
             if not isinstance(value, bool):
                 raise _program_error(f"`{flag}` of buffer `{name}` must be True or False, got {value!r}", site)
@@ -126,30 +125,11 @@ class BufferView:
         return f"<BufferView {self.name}>"
 
 
-def _attributes(*classes: type) -> frozenset[str]:
-    """The public attributes of ``classes``: what ``window.<name>`` finds before looking for a field."""
-    return frozenset(n for c in classes for n in [*dir(c), *(f.name for f in dataclass_fields(c))]
-                     if not n.startswith("_"))
-
-
-#: What `window.<name>` and `window.snap.<name>` find before a field of that name (`window.whole`).
-BUFFER_ATTRIBUTES = _attributes(Buffer, BufferView)
-
-
-def _check_field_names(buffer: str, layout: Layout, site: Site | None) -> None:
-    """LG305 when ``window.<field>`` would reach an attribute of the buffer instead of its field.
-
-    Layouts already refuse fields named like their own attributes (`shape`, `name`, ...); a buffer adds
-    a few more (`whole`, `input`, `output`, `role`, `buffer`), so its declaration checks the rest.
-    """
-    for view in layout.fields():
-        last = view.path.rsplit(".", 1)[-1]
-        if last in BUFFER_ATTRIBUTES:
-            raise _program_error(
-                f"buffer `{buffer}` of `{layout.name}` cannot name its field `{view.path}`: `{buffer}.{view.path}` "
-                f"would be the buffer's attribute `{last}`, not the field (declared at {view.site})", site,
-                hint="rename the field; buffers reserve " + ", ".join(f"`{a}`" for a in sorted(BUFFER_ATTRIBUTES)),
-            )
+#: What `window.<name>` and `window.snap.<name>` find before a field of that name (`window.whole`): a
+#: field so named is refused where it is declared (LG106), whatever the attributes of these classes become.
+BUFFER_ATTRIBUTES = reserve_attributes(Reserver(
+    "program buffers", "Buffer and BufferView", "in a program, `<buffer>.{name}` would be the buffer's `{name}`, "
+    "not the field"), Buffer, BufferView)
 
 
 def _field_name(buffer: Buffer, view: View) -> str:
@@ -178,7 +158,7 @@ class Value:
         if name in BUFFER_RESERVED:
             raise _program_error(f"a value may not be named `{name}`: the generated runner uses that name", site,
                                  hint="rename the value")
-        resolved = resolve_dtype(dtype, f"the dtype of value `{name}`", site)  # LG107 for an unknown name
+        resolved = resolve_dtype(dtype, f"the dtype of value `{name}`", site, SCALAR_DTYPES)  # LG107: unknown
         if resolved.name not in SCALAR_DTYPES:
             raise _program_error(f"value `{name}` must be one of {', '.join(SCALAR_DTYPES)}, got {resolved}", site)
         for attr, given in (("name", name), ("dtype", resolved), ("site", site)):
@@ -284,7 +264,8 @@ class Launch:
                     f"got {value!r}", site, hint="declare it with Buffer(\"name\", Layout)",
                 )
             arrays[key] = value
-        if isinstance(overwrites, str) or not all(isinstance(o, str) for o in overwrites):
+        if (isinstance(overwrites, (str, bytes)) or not isinstance(overwrites, Collection)
+                or not all(isinstance(o, str) for o in overwrites)):
             raise _program_error(f"`overwrites` of a launch of `{declared.name}` must be a list of parameter "
                                  f"names, got {overwrites!r}", site)
         replacing = [p.name for p in declared.params if p.access == "out"]
@@ -297,7 +278,7 @@ class Launch:
                 )
         if isinstance(kernel, Kernel):
             views = {k: (v.view if isinstance(v, BufferView) else v.layout.view) for k, v in arrays.items()}
-            binding = kernel.bind(name, **views)  # LG207 for a missing or unknown parameter
+            binding = replace(kernel.bind(name, **views), by_launch=True)  # LG207 for a missing or unknown parameter
         else:
             if name is not None:
                 raise _program_error(f"`name=` names a new binding; `{kernel.name}` is already bound", site)

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from ..schema import Layout, View
 from ..schema.diagnostics import Diagnostic, Site, caller_site
@@ -42,6 +43,8 @@ class Spec:
         site = caller_site()
         if not isinstance(facts, bool):
             raise KernelError(Diagnostic("LG208", f"`facts` of spec `{name}` must be True or False, got {facts!r}", site))
+        kernels, programs, layouts = (_listed(name, arg, given, site) for arg, given in (
+            ("kernels", kernels), ("programs", programs), ("layouts", layouts)))
         for prog in programs:
             if not isinstance(prog, Program):
                 raise KernelError(Diagnostic("LG208", f"the programs of spec `{name}` must be Program(...), got "
@@ -89,6 +92,14 @@ class Spec:
         object.__setattr__(self, "torch", torch)
         object.__setattr__(self, "facts", facts)
         object.__setattr__(self, "autograd", _check_autograd(name, torch, autograd, kernels, site))
+
+
+def _listed(spec: object, arg: str, given: object, site: Site | None) -> tuple[Any, ...]:
+    """``kernels=``, ``programs=`` or ``layouts=`` as a tuple (read once: a generator is read here only); each
+    entry is checked by what reads it."""
+    if isinstance(given, (str, bytes, Mapping)) or not isinstance(given, Iterable):
+        raise KernelError(Diagnostic("LG208", f"`{arg}` of spec `{spec}` must be a list, got {given!r}", site))
+    return tuple(given)
 
 
 #: What ``torch.ops.<namespace>`` has of its own (``dir`` of torch's ``_OpNamespace``, less dunders): an

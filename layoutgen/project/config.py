@@ -14,13 +14,14 @@ import os
 import posixpath
 import re
 import tomllib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import Any
 
 from ..checks.suppress import can_ignore
 from ..schema.diagnostics import CODES, display_path
+from .root import find_root as find_root  # re-exported: where the project is
 from .selection import Selection
 
 #: Every key of ``[tool.layoutgen]``, with a one-line description and its
@@ -312,15 +313,22 @@ class Config:
         return tuple(posixpath.relpath(d, posixpath.normpath(folder)) for d in self.include)
 
 
-def find_root(start: Path) -> Path | None:
-    """The nearest folder at or above ``start`` that holds a ``pyproject.toml``."""
-    start = start.resolve()
-    if start.is_file():
-        start = start.parent
-    for folder in (start, *start.parents):
-        if (folder / "pyproject.toml").is_file():
-            return folder
-    return None
+def project_start(specs: Sequence[str], cwd: Path) -> Path:
+    """Where a command looks for its project: the folder of the first SPEC that lies in one (``specs`` are
+    the command line's, relative to ``cwd``), as ruff and mypy find a file's settings from its own folder;
+    ``cwd`` where none is given or none lies in a project. Raises :class:`ConfigError` for specs of two
+    projects: one run has one root, one output folder and one set of settings."""
+    found: dict[Path, Path] = {}  # root -> the first spec found in it
+    for given in specs:
+        path = (cwd / given).resolve()
+        root = find_root(path)
+        if root is not None:
+            found.setdefault(root, path)
+    if len(found) > 1:
+        (first, one), (second, other) = list(found.items())[:2]
+        raise ConfigError(f"the specs given belong to two projects: {one} to {first} and {other} to {second}; "
+                          "run layoutgen once for each")
+    return next(iter(found.values()), cwd)
 
 
 def _unknown(key: str, problem: str) -> ConfigError:

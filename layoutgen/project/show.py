@@ -15,7 +15,7 @@ from ..checks import describe_view
 from ..declare.kernels import Binding
 from ..declare.program import Program
 from ..declare.spec import Spec, launch_kernel
-from ..declare.unify import unify
+from ..declare.unify import Unified, unify
 from ..schema import Layout
 from ..schema.diagnostics import display_path
 from ..schema.dims import shape_text, strides_text
@@ -34,8 +34,21 @@ def _print_binding(binding: Binding) -> None:
     for param, view in binding.pairs:
         print(f"  {param.name:<10} {param.access:<5} {shape_text(param.shape):<12} <- {describe_view(view)}, "
               f"strides {strides_text(view.strides)}, offset {view.base_offset}")
-    values = ", ".join(f"{s} = {d}" for s, d in unified.values)
-    print(f"  symbols: {values}")
+    print(f"  symbols: {_symbol_values(unified)}")
+
+
+def _symbol_values(unified: Unified) -> str:
+    """``B = B, F = 40``; a symbol the views give two values (a refused binding, LG202) shows every side:
+    ``F = 4 from `x` but 6 from `y```."""
+    parts = []
+    for symbol, value in unified.values:
+        clashes = [c for c in unified.conflicts if c.symbol == symbol and c.origin is not None]
+        text = f"{symbol} = {value}"
+        if clashes and clashes[0].origin is not None:
+            text += f" from `{clashes[0].origin.param}` but " + ", ".join(
+                f"{c.actual} from `{c.param.name}`" for c in clashes)
+        parts.append(text)
+    return ", ".join(parts)
 
 
 def _print_program(spec: Spec, program: Program) -> None:

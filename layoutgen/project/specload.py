@@ -2,7 +2,8 @@
 
 A spec that raises while it is imported (a bad layout, a malformed kernel)
 is reported as a diagnostic at the user's line instead of a traceback; so is
-one that exits (``sys.exit()``), and a syntax error, at its own line. Ctrl-C
+one that exits (``sys.exit()``) or would end the process (``os._exit``, ``os.execv``: refused while it
+imports), and a syntax error, at its own line. Ctrl-C
 (KeyboardInterrupt) is let through.
 
 Unknown field names (LG111) do not stop the import: each use is recorded
@@ -19,10 +20,13 @@ import importlib.util
 import os
 import sys
 import traceback
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from importlib.abc import Loader
 from dataclasses import dataclass, replace
 from pathlib import Path
 from types import ModuleType
+from typing import NoReturn
 
 from ..declare.kernels import Binding
 from ..declare.program import Program
@@ -67,11 +71,55 @@ def _raised(exc: Exception, path: Path) -> Diagnostic:
     return Diagnostic("LG504", message, _last_user_frame(exc, path))
 
 
+class _Ended(BaseException):
+    """A spec called a function that ends the process (``os._exit``, ``os.execv``) while it was imported.
+
+    A BaseException, like SystemExit: a spec's ``except Exception`` does not swallow it."""
+
+    def __init__(self, call: str) -> None:
+        super().__init__(call)
+        self.call = call
+
+
+#: The functions of `os` (and `posix`, which `os` re-exports) that end the process with no exception, so
+#: that `check` would exit with the spec's status having reported nothing: refused while a spec imports.
+#: (`os.execl`, `os.execvp`, ... call `os.execv` or `os.execve`; `os.abort` and signals end it nonzero.)
+_ENDING = ("_exit", "execv", "execve")
+
+
+def _refused(name: str) -> Callable[..., NoReturn]:
+    def refuse(*args: object, **kwargs: object) -> NoReturn:
+        raise _Ended(f"os._exit({args[0]!r})" if name == "_exit" and args else f"os.{name}")
+
+    return refuse
+
+
+@contextmanager
+def _process_kept() -> Iterator[None]:
+    """While a spec imports, the functions that would end the process raise :class:`_Ended` instead."""
+    modules = [m for m in (os, sys.modules.get("posix"), sys.modules.get("nt")) if m is not None]
+    saved = [(m, n, getattr(m, n)) for m in modules for n in _ENDING if hasattr(m, n)]
+    for m, n, _ in saved:
+        setattr(m, n, _refused(n))
+    try:
+        yield
+    finally:
+        for m, n, f in saved:
+            setattr(m, n, f)
+
+
 def _import(module: ModuleType, loader: Loader, path: Path) -> tuple[list[UnknownField], Diagnostic | None]:
     """Run the module; the unknown field names it used, and what stopped it (None when it ran to its end)."""
     with collecting_unknown_fields() as unknown:
         try:
-            loader.exec_module(module)
+            with _process_kept():
+                loader.exec_module(module)
+        except _Ended as exc:  # the process would have ended here, with the spec's status and no report
+            return unknown, Diagnostic(
+                "LG504", f"importing the spec called {exc.call}: a spec module must not end the process while "
+                "layoutgen imports it", _last_user_frame(exc, path),
+                hint='put what runs the module as a script under `if __name__ == "__main__":`',
+            )
         except LayoutgenError as exc:
             return unknown, exc.diagnostic
         except SystemExit as exc:  # sys.exit() in the module would end the command having checked nothing

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from .diagnostics import Site, layout_error
@@ -50,11 +51,13 @@ u64, u32, u16, u8 = DTYPES["u64"], DTYPES["u32"], DTYPES["u16"], DTYPES["u8"]
 bool_ = DTYPES["bool"]
 
 
-def resolve_dtype(value: object, what: str, site: Site | None) -> DType:
-    """A DType from a DType or its short name; LG107 otherwise."""
+def resolve_dtype(value: object, what: str, site: Site | None, allowed: Mapping[str, DType] | None = None) -> DType:
+    """A DType from a DType or its short name; LG107 for a name layoutgen does not know, listing ``allowed``
+    (every dtype by default; a scalar's take fewer, so that the list a message offers is the one the
+    declaration accepts). A known dtype outside ``allowed`` is the caller's to refuse, with its reason."""
     if isinstance(value, DType):
         return value
     if isinstance(value, str) and value in DTYPES:
         return DTYPES[value]
-    known = ", ".join(DTYPES)
+    known = ", ".join(DTYPES if allowed is None else allowed)
     raise layout_error("LG107", f"{what} must be one of {known}, got {value!r}", site)

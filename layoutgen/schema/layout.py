@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from dataclasses import fields as dataclass_fields
 from typing import TYPE_CHECKING, Any
 
 from .diagnostics import Site, caller_site, layout_error
@@ -14,6 +13,7 @@ from .fields import Axis, Entry
 from .names import name_problem
 from .numpy_interop import structured_dtype
 from .record import Region, resolve_axis, resolve_record
+from .reserved import Reserver, reserve_attributes, reserved_names
 from .table import layout_table
 from .view import View
 
@@ -66,11 +66,7 @@ class Layout:
             dims = [Dim.of(1) if isinstance(d, Axis) else d for d in dims]  # placeholder; sized below
         leading = as_shape(dims, f"the dims of `{name}`", site)
         resolved = resolve_dtype(dtype, f"the dtype of `{name}`", site)
-        # dir() misses dataclass fields without a class-level default (`dims`,
-        # `record`, `doc`, `layout`, `region`): list those too.
-        declared = [f.name for f in dataclass_fields(View) + dataclass_fields(Layout)]
-        attributes = dir(View) + dir(Layout) + declared
-        reserved = frozenset(a for a in attributes if not a.startswith("_"))
+        reserved = reserved_names()  # those of layouts and views (below), and of a program's buffers
         record, unit = resolve_record(fields, width, name, reserved, site)
         axis, ranges = None, None
         if isinstance(axis_decl, Axis):
@@ -168,3 +164,7 @@ class Layout:
 
     def __repr__(self) -> str:
         return f"<Layout {self.name} {shape_text(self.shape)} {self.dtype}>"
+
+
+# A field named like an attribute of layouts and views would be shadowed by it (`Window.shape`).
+reserve_attributes(Reserver("layouts and views", "Layout and View", ""), View, Layout)

@@ -8,7 +8,7 @@ field past its parent's end is an error naming both sides and the columns.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -16,6 +16,7 @@ from .diagnostics import LayoutError, Site, layout_error
 from .dims import Dim, Size, as_shape, shape_text
 from .fields import Entry, Field, Group, Pad
 from .names import name_problem
+from .reserved import Reserver
 from .words import plural
 
 Kind = Literal["record", "group", "field", "pad"]
@@ -64,7 +65,7 @@ def _is_int(value: object) -> bool:
 @dataclass(frozen=True)
 class _Context:
     layout: str
-    reserved: frozenset[str]  # attribute names a field may not shadow
+    reserved: Mapping[str, Reserver]  # attribute names a field may not shadow, and whose they are
     unit: Size = Size(1)  # what one column counts: 1, or a symbol when fields have symbolic shapes
     shapes: bool = True  # whether fields may have their own shape (not on a named axis)
     unit_name: str = "column"  # what an index counts, for messages: "column", or "entry" of a named axis
@@ -203,13 +204,9 @@ def _resolve_entry(
         problem = name_problem(entry.name)
         if problem:
             raise layout_error(problem[0], f"a field name of `{owner}` {problem[1]}", entry.site)
-        if entry.name in ctx.reserved:
-            raise layout_error(
-                "LG106",
-                f"field `{entry.name}` of `{owner}` would shadow the attribute `{entry.name}` of layouts and views",
-                entry.site,
-                hint="rename the field; layoutgen reserves the names of Layout and View attributes",
-            )
+        reserver = ctx.reserved.get(entry.name)
+        if reserver is not None:
+            raise layout_error("LG106", reserver.message(entry.name, owner), entry.site, hint=reserver.hint)
     start, stop = _extent(entry, cursor, ctx, owner)
     if isinstance(entry, Pad):
         assert stop is not None  # _extent returns a stop for every non-group
@@ -265,7 +262,7 @@ def _resolve_entries(
     return tuple(ordered)
 
 
-_COLUMNS = _Context("", frozenset())  # messages about columns of a row, where no context is at hand
+_COLUMNS = _Context("", {})  # messages about columns of a row, where no context is at hand
 
 
 def _label(region: Region, ctx: _Context = _COLUMNS) -> str:
@@ -317,7 +314,7 @@ def _check_cover(ordered: list[Region], lo: int, owner: str, ctx: _Context) -> N
 
 
 def resolve_record(
-    entries: object, width: object, layout: str, reserved: frozenset[str], site: Site | None
+    entries: object, width: object, layout: str, reserved: Mapping[str, Reserver], site: Site | None
 ) -> tuple[Region, Size]:
     """The record of a layout, validated regions covering columns ``0..width``, and what a column counts."""
     unit = find_unit(entries, site)
@@ -337,7 +334,7 @@ def resolve_record(
 
 
 def resolve_axis(
-    entries: object, size: object, layout: str, reserved: frozenset[str], site: Site | None
+    entries: object, size: object, layout: str, reserved: Mapping[str, Reserver], site: Site | None
 ) -> Region:
     """The named ranges of one leading axis, validated like a record of static columns."""
     if size is not None and (not _is_int(size) or size <= 0):  # type: ignore[operator]
