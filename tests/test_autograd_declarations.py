@@ -143,7 +143,7 @@ def test_schemas_mark_what_each_kernel_writes() -> None:
     assert sgd.mutating == "(Tensor(a!) W, Tensor(b!) b, Tensor grad_W, Tensor grad_b, float lr) -> ()"
     assert (sgd.inputs, sgd.outputs) == ((0, 1, 2, 3, 4), (0, 1))  # InOut: in, copied, out
     zero = op_model(vsn.zero_grads.bind(grad_W=vsn.Weights, grad_b=vsn.Bias))
-    assert zero.functional is None  # nothing read: no device or size to allocate from
+    assert zero.functional == "(Device lg_device) -> (Tensor grad_W, Tensor grad_b)"  # nothing read: told the device
     broadcast = op_model(vsn.context_broadcast.bind(ctx=vsn.Context, dst=vsn.Window.context))
     assert broadcast.functional == "(Tensor ctx, SymInt lg_size_K) -> Tensor dst"  # K: no input has it
 

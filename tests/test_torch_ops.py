@@ -22,7 +22,7 @@ torch = pytest.importorskip("torch")
 import generated.vsn as vsn  # noqa: E402
 import generated.vsn.torch_ops as vsn_torch  # noqa: E402
 from examples.vsn import reference  # noqa: E402
-from layoutgen.runtime import arrays, driver, torch_ops  # noqa: E402
+from layoutgen.runtime import driver, torch_ops  # noqa: E402
 from layoutgen.runtime.launch import LaunchError  # noqa: E402
 from tests.test_launch_safety import launched  # noqa: E402,F401  (launches recorded, none made)
 from tests.test_launch_torch import OnDevice, on_device  # noqa: E402
@@ -42,8 +42,14 @@ def on_gpu(launched: list[Any], monkeypatch: pytest.MonkeyPatch) -> list[Any]:
 @pytest.fixture
 def cpu_as_cuda(on_gpu: list[Any], monkeypatch: pytest.MonkeyPatch) -> list[Any]:
     """Also the tensors an operator allocates (plain CPU tensors: inside an operator no subclass survives)
-    read as CUDA tensors of device 0."""
-    monkeypatch.setitem(arrays._READERS, torch.Tensor, lambda t: arrays._from_torch(t.as_subclass(OnDevice)))
+    reach the launcher as CUDA tensors of device 0 (the same memory, seen as OnDevice)."""
+    launch = torch_ops._Op.launch
+
+    def as_cuda(self: Any, arguments: Any, tensor: Any) -> None:
+        seen = [a.as_subclass(OnDevice) if isinstance(a, torch.Tensor) else a for a in arguments]
+        launch(self, seen, tensor.as_subclass(OnDevice))
+
+    monkeypatch.setattr(torch_ops._Op, "launch", as_cuda)
     return on_gpu
 
 
@@ -54,13 +60,16 @@ def meta(*shape: int, grad: bool = False) -> Any:
 # -- registration and schemas ---------------------------------------------------------------------------
 
 
-def test_every_binding_is_an_operator_with_its_overloads() -> None:
+def test_every_binding_is_a_functional_operator_and_a_mutating_one() -> None:
+    """The plain call resolves among the overloads of its operator: the functional one alone (issue 29, item 7;
+    tests/test_torch_functional.py calls every shape of kernel)."""
     names = [k for k in vars(vsn) if k.startswith("_lg_kernel_")]
     assert len(names) == 11
     for launcher in names:
         name = launcher.removeprefix("_lg_kernel_")
-        expected = ["mutating"] if name == "zero_grads" else ["default", "mutating"]
-        assert sorted(getattr(ops, name).overloads()) == expected, name
+        assert getattr(ops, name).overloads() == ["default"], name
+        assert getattr(ops, f"lg_mutating_{name}").overloads() == ["default"], name
+        assert getattr(ops, name).mutating is getattr(ops, f"lg_mutating_{name}").default
 
 
 SCHEMAS = {
@@ -71,6 +80,7 @@ SCHEMAS = {
     "sgd_update.default": "(Tensor W, Tensor b, Tensor grad_W, Tensor grad_b, float lr) -> (Tensor W, Tensor b)",
     "sgd_update.mutating": "(Tensor(a!) W, Tensor(b!) b, Tensor grad_W, Tensor grad_b, float lr) -> ()",
     "context_broadcast.default": "(Tensor ctx, SymInt lg_size_K) -> Tensor dst",
+    "zero_grads.default": "(Device lg_device) -> (Tensor grad_W, Tensor grad_b)",
     "zero_grads.mutating": "(Tensor(a!) grad_W, Tensor(b!) grad_b) -> ()",
 }
 
@@ -83,8 +93,8 @@ WRITES = {"variable_selection_fwd": ["gates", "y"], "variable_selection_bwd": ["
 def test_schemas_are_exact_and_mark_what_is_mutated(overload: str) -> None:
     name, kind = overload.split(".")
     schema = getattr(getattr(ops, name), kind)._schema
-    suffix = "" if kind == "default" else ".mutating"
-    assert str(schema) == f"layoutgen_vsn::{name}{suffix}{SCHEMAS[overload]}"
+    operator = name if kind == "default" else f"lg_mutating_{name}"
+    assert str(schema) == f"layoutgen_vsn::{operator}{SCHEMAS[overload]}"
     mutated = [a.name for a in schema.arguments if a.alias_info is not None and a.alias_info.is_write]
     assert mutated == ([] if kind == "default" else WRITES[name])
 
@@ -141,7 +151,8 @@ def test_fake_outputs_follow_the_layouts_with_a_symbolic_batch() -> None:
     assert dst.shape[1:] == (7, 56) and dst.stride()[1:] == (56, 1) and dst.dtype == torch.float32
     called = [str(n.target) for n in traced.graph.nodes if n.op == "call_function" and "getitem" not in str(n.target)]
     assert called == ["layoutgen_vsn.variable_selection_fwd.default", "layoutgen_vsn.variable_selection_bwd.default",
-                      "layoutgen_vsn.variable_selection_fwd.mutating", "layoutgen_vsn.context_broadcast.default"]
+                      "layoutgen_vsn.lg_mutating_variable_selection_fwd.default",
+                      "layoutgen_vsn.context_broadcast.default"]
 
 
 def test_compile_traces_without_graph_breaks_and_changing_batch_sizes() -> None:
@@ -241,7 +252,7 @@ def _emulate(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     ran: list[str] = []
 
     def launch(self: Any, arguments: Any, tensor: Any) -> None:
-        self.spec.launcher.check(tuple(arguments[: len(self.params)]), 0)
+        self.spec.launcher.check(tuple(t.as_subclass(OnDevice) for t in arguments[: len(self.params)]), 0)
         name = self.spec.name
         ran.append(name)
         a = [t.detach().numpy() if isinstance(t, torch.Tensor) else t for t in arguments]

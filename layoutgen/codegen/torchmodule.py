@@ -2,11 +2,17 @@
 
 Everything the module registers is computed here, as data the template
 places and :mod:`layoutgen.runtime.torch_ops` reads: the schema of each
-overload (``.mutating``: every array, written ones ``Tensor(a!)``; the
-functional ``.default``: what the kernel reads in, what it writes out), where
-each schema argument goes among the launcher's (arrays, then scalars), the
-symbols the functional form must be told because no input has them, and for
-each autograd pair where every backward argument comes from.
+form (the mutating one: every array, written ones ``Tensor(a!)``; the
+functional one: what the kernel reads in, what it writes out), where each
+schema argument goes among the launcher's (arrays, then scalars), the symbols
+the functional form must be told because no input has them, and for each
+autograd pair where every backward argument comes from.
+
+Every binding has a functional form: one that reads no array is told the
+device of its outputs (``Device lg_device``, last), as it is told a size no
+input has. The runtime registers the two forms as two operators, so the plain
+call ``ops.<binding>(...)``, which torch resolves among one operator's
+overloads, has only the functional one to resolve to.
 """
 
 from __future__ import annotations
@@ -22,6 +28,8 @@ from .pymodule import launcher
 SCHEMA_TYPES = {"float": "float", "int": "int", "uint": "int", "bool": "bool"}
 #: The prefix of a functional operator's size arguments: reserved to layoutgen, so no parameter has it.
 SIZE_PREFIX = "lg_size_"
+#: The functional operator's last argument where the kernel reads no array: the device its outputs go to.
+DEVICE_ARGUMENT = "lg_device"
 
 
 def namespace(spec: Spec) -> str:
@@ -33,9 +41,9 @@ def namespace(spec: Spec) -> str:
 class TorchOpModel:
     name: str
     launcher: str  # the generated module's launcher object
-    mutating: str  # schema of `.mutating`, from the parenthesis on
+    mutating: str  # schema of the mutating form, from the parenthesis on
     order: tuple[int, ...]  # per launcher argument: its position in the mutating schema
-    functional: str | None  # schema of `.default`; None where the kernel reads no array
+    functional: str  # schema of the functional form (the plain call); ends in `Device lg_device` where no array is read
     inputs: tuple[int, ...]  # per functional argument (before the sizes): the launcher argument
     outputs: tuple[int, ...]  # the launcher arrays the functional form returns
     sizes: tuple[str, ...]  # symbols given to the functional form after its inputs
@@ -79,18 +87,17 @@ def op_model(b: Binding) -> TorchOpModel:
     order = tuple(position[name] for name, _ in sorted(index.items(), key=lambda item: item[1]))
     read = [p for p in signature if isinstance(p, Scalar) or p.reads]
     outputs = [p for p in signature if isinstance(p, Param) and p.writes]
-    functional: str | None = None
-    sizes: tuple[str, ...] = ()
-    if any(isinstance(p, Param) for p in read):
-        given = {s for p in read if isinstance(p, Param) for s in b.view(p.name).layout.symbols}
-        sizes = tuple(dict.fromkeys(s for p in outputs for s in b.view(p.name).layout.symbols if s not in given))
-        arguments = [f"{_type(p, None)} {p.name}" for p in read] + [f"SymInt {SIZE_PREFIX}{s}" for s in sizes]
-        returns = ", ".join(f"Tensor {p.name}" for p in outputs)
-        functional = f"({', '.join(arguments)}) -> " + (f"({returns})" if len(outputs) != 1 else returns)
+    given = {s for p in read if isinstance(p, Param) for s in b.view(p.name).layout.symbols}
+    sizes = tuple(dict.fromkeys(s for p in outputs for s in b.view(p.name).layout.symbols if s not in given))
+    arguments = [f"{_type(p, None)} {p.name}" for p in read] + [f"SymInt {SIZE_PREFIX}{s}" for s in sizes]
+    if not any(isinstance(p, Param) for p in read):  # no input says where the outputs go: an argument does
+        arguments.append(f"Device {DEVICE_ARGUMENT}")
+    returns = ", ".join(f"Tensor {p.name}" for p in outputs)
+    functional = f"({', '.join(arguments)}) -> " + (f"({returns})" if len(outputs) != 1 else returns)
     return TorchOpModel(
         name=b.name, launcher=launcher(b.name), mutating=f"({', '.join(mutating)}) -> ()", order=order,
-        functional=functional, inputs=tuple(index[p.name] for p in read) if functional else (),
-        outputs=tuple(index[p.name] for p in outputs) if functional else (), sizes=sizes,
+        functional=functional, inputs=tuple(index[p.name] for p in read),
+        outputs=tuple(index[p.name] for p in outputs), sizes=sizes,
     )
 
 

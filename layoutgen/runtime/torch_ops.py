@@ -4,13 +4,22 @@ A generated ``torch_ops.py`` calls :func:`register` once, with plain data: a
 :class:`TorchOpSpec` per kernel binding (its launcher, the schemas the
 generator wrote, where each schema argument goes) and an
 :class:`AutogradSpec` per declared forward/backward pair. Each binding
-becomes two overloads of one operator, ``<namespace>::<binding>``:
+becomes two operators:
 
-- ``.mutating``: every array passed in, the written ones marked ``Tensor(a!)``
-  in the schema; it launches and returns nothing;
-- ``.default`` (the functional form, where the kernel reads an array): the
-  read arrays and scalars in, the written arrays allocated packed from their
-  layouts (sizes from the symbols the inputs bind) and returned.
+- ``<namespace>::<binding>``, the functional form, its one overload: the read
+  arrays and scalars in, the written arrays allocated packed from their
+  layouts (sizes from the symbols the inputs bind, or given) and returned;
+  a kernel that reads no array is given its outputs' device, last;
+- ``<namespace>::lg_mutating_<binding>``, the mutating form: every array
+  passed in, the written ones marked ``Tensor(a!)`` in the schema; it
+  launches and returns nothing. It is also ``ops.<binding>.mutating``.
+
+Two operators, not two overloads of one: torch resolves a plain call
+``ops.<binding>(...)`` by trying each overload of the operator in turn, so an
+overload whose arguments a call also fits (a kernel whose arrays are all
+``In`` and ``InOut`` takes the same arguments in both forms) could be chosen
+for it. The plain call's operator has the functional overload alone, and no
+binding can be named ``lg_...``.
 
 They are registered with ``Library.define``/``impl`` (the cheapest boundary
 torch has: no ``custom_op`` wrapper on the call path). The fake
@@ -26,6 +35,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
@@ -36,10 +46,14 @@ from .arrays import ArrayInfo, torch_dtype_name
 from .errors import LaunchError, launch_error
 from .launch import KernelLauncher
 from .plan import ParamSpec
+from .torch_autograd import AutogradSpec as AutogradSpec  # re-exported: generated modules import it from here
+from .torch_autograd import autograd
 from .validate import check_param
 
 #: The oldest torch whose ``torch.library`` has ``register_fake`` and ``register_autograd`` for defined ops.
 MIN_TORCH = (2, 5)
+#: The prefix of a binding's mutating operator (``lg_``: no binding may start with it, so none collides).
+MUTATING_PREFIX = "lg_mutating_"
 
 
 class TorchUnavailable(LaunchError, ImportError):
@@ -67,34 +81,14 @@ def import_torch(module: str) -> Any:
 class TorchOpSpec:
     """One binding's operator. Launcher arguments are counted as the launcher takes them: arrays, then scalars."""
 
-    name: str  # the binding's: ``<namespace>::<name>``
+    name: str  # the binding's: ``<namespace>::<name>``, the functional operator
     launcher: KernelLauncher
-    mutating: str  # the ``.mutating`` overload's schema, from its arguments on: ``(Tensor x, Tensor(a!) y) -> ()``
+    mutating: str  # the mutating operator's schema, from its arguments on: ``(Tensor x, Tensor(a!) y) -> ()``
     order: tuple[int, ...]  # per launcher argument, its position in the mutating schema (the kernel's signature)
-    functional: str | None = None  # the ``.default`` overload's schema; None where the kernel reads no array
+    functional: str  # the functional operator's schema; reading no array, it ends in ``Device lg_device``
     inputs: tuple[int, ...] = ()  # per functional argument before the sizes, the launcher argument it is
     outputs: tuple[int, ...] = ()  # the launcher arrays the functional form returns, in order
     sizes: tuple[str, ...] = ()  # symbols no input binds, given to the functional form after its inputs
-
-
-@dataclass(frozen=True)
-class AutogradSpec:
-    """A forward operator's functional form differentiated by a backward operator.
-
-    ``sources`` has one entry per launcher argument of the backward, saying
-    where its value comes from: ``("saved", j)`` forward launcher argument
-    ``j`` (an input, an output or a scalar) as the forward saw it;
-    ``("grad", j)`` / ``("grad_field", j)`` the gradient coming in for
-    forward output ``j`` (whole, or the forward view's field sliced out);
-    ``("result", j)`` / ``("result_field", j)`` an array the backward writes,
-    the gradient of forward input ``j`` (whole, or written into zeros of the
-    forward array at its view's field). Written arrays are allocated empty
-    (Out) or zeroed (InOut: the backward adds to them).
-    """
-
-    forward: str
-    backward: str
-    sources: tuple[tuple[str, int], ...]
 
 
 def _torch_dtypes(torch: Any) -> dict[str, Any]:
@@ -107,7 +101,7 @@ def _torch_dtypes(torch: Any) -> dict[str, Any]:
 
 
 class _Op:
-    """One registered operator: the implementations of its two overloads and its fake ones."""
+    """One registered operator: the implementations of its two forms and their fake ones."""
 
     def __init__(self, torch: Any, spec: TorchOpSpec) -> None:
         self.torch, self.spec = torch, spec
@@ -123,10 +117,32 @@ class _Op:
         self.identity = spec.order == tuple(range(self.arity))
         self.first_array = min(spec.order[: len(self.params)])  # the mutating schema's first tensor
         self.n_inputs = len(spec.inputs)
-        # the functional form's first array (a scalar may come first): its device and kind are the outputs'
+        # the functional form's first array (a scalar may come first): its device and kind are the outputs'; with
+        # none, the device is the argument after the sizes
         self.first_input = next((j for j in spec.inputs if j < len(self.params)), -1)
+        self.device_argument = self.n_inputs + len(spec.sizes)
+        # What a call of the functional form does that does not depend on its arguments' values, worked out once
+        # here (issue 33, item 4: each call paid for it in Python frames):
+        # - the launcher's arguments from the schema's: an itemgetter over them and a None after them (taken once
+        #   more at the end, so that it returns a tuple for one argument too); where the launcher takes the
+        #   inputs first and no size is given, the inputs and Nones after them;
+        position = {j: pos for pos, j in enumerate(spec.inputs)}
+        n_args = self.device_argument + (self.first_input < 0)
+        self._gather = itemgetter(*(position.get(j, n_args) for j in range(self.arity)), n_args)
+        self._prefix = spec.inputs == tuple(range(self.n_inputs)) and not spec.sizes
+        self._tail = (None,) * (self.arity - self.n_inputs)
+        # - the arrays it writes: (launcher index, dtype, zeros) per new one; the InOut ones are copied;
+        self._made = [(j, self.dtypes[j], self.partial[j]) for j in spec.outputs if self.params[j].access != "inout"]
+        self._copied = [j for j in spec.outputs if self.params[j].access == "inout"]
+        # - what it allocates, per key (:meth:`functional`): the key holds every input array's shape, since what
+        #   :meth:`bound` refuses before anything is allocated (an input of the wrong rank, in the order of the
+        #   inputs) depends on each of them;
+        self._arrays = tuple(pos for pos, j in enumerate(spec.inputs) if j < len(self.params))
+        self._plans: dict[tuple[Any, ...], list[tuple[int, tuple[int, ...], Any, bool]]] = {}
+        # - what it returns.
+        self._returned = itemgetter(*spec.outputs) if spec.outputs else None
 
-    # -- the mutating overload -----------------------------------------------------------------------------
+    # -- the mutating form ---------------------------------------------------------------------------------
 
     def mutating(self, *args: Any) -> None:
         """Launch on the arguments as given (schema order), on the tensors' device and current stream."""
@@ -147,7 +163,7 @@ class _Op:
         with cupy.cuda.Device(index), self.torch.cuda.device(index):  # torch's device and the launcher's (CuPy's)
             self.spec.launcher(*arguments)
 
-    # -- the functional overload ---------------------------------------------------------------------------
+    # -- the functional form -------------------------------------------------------------------------------
 
     def bound(self, arguments: Sequence[Any], given: Sequence[int]) -> dict[str, Any]:
         """The symbols the arrays at launcher indices ``given`` bind (the first one read wins; the launcher
@@ -169,39 +185,93 @@ class _Op:
                 bound.setdefault(lay.unit, shape[-1] // lay.width)
         return bound
 
-    def allocate(self, args: Sequence[Any]) -> list[Any]:
-        """The launcher's arguments for functional ``args``: the inputs, and new outputs (InOut: a copy)."""
+    def shapes(self, arguments: Sequence[Any], args: Sequence[Any]) -> list[tuple[int, ...]]:
+        """The shape of each new array (``_made``'s order), from the inputs among ``arguments`` and the sizes
+        among the schema's ``args``; LG601 for an input of the wrong rank, LG631 for a negative size."""
         spec = self.spec
-        arguments: list[Any] = [None] * self.arity
-        for pos, j in enumerate(spec.inputs):
-            arguments[j] = args[pos]
         bound = self.bound(arguments, spec.inputs)
         for symbol, size in zip(spec.sizes, args[self.n_inputs:]):
             if size < 0:
                 raise launch_error("LG631", f"`{spec.name}` takes the size of `{symbol}`, which no input has, as an "
                                    f"argument; it must be 0 or more, got {size}")
             bound[symbol] = size
-        like = arguments[self.first_input]
-        for j in spec.outputs:
-            p = self.params[j]
-            if p.access == "inout":
-                arguments[j] = arguments[j].clone()
-            else:  # packed, as laid out
-                make = like.new_zeros if self.partial[j] else like.new_empty
-                arguments[j] = make(p.layout.shape_of(bound), dtype=self.dtypes[j])
+        return [self.params[j].layout.shape_of(bound) for j, _, _ in self._made]
+
+    def gathered(self, args: Sequence[Any]) -> list[Any]:
+        """The launcher's arguments of the functional form's ``args``: the inputs in place, None for the rest."""
+        arguments = list(self._gather((*args, None)))
+        del arguments[-1]
         return arguments
 
+    def allocate(self, args: Sequence[Any], shapes: list[tuple[int, ...]] | None = None) -> list[Any]:
+        """The launcher's arguments for functional ``args``: the inputs, and new outputs (InOut: a copy), of
+        ``shapes`` where they are known already."""
+        arguments = self.gathered(args)
+        if shapes is None:
+            shapes = self.shapes(arguments, args)
+        if self.first_input >= 0:
+            like = arguments[self.first_input]
+            zeros, empty = like.new_zeros, like.new_empty
+        else:  # nothing read: on the device given
+            zeros, empty = self._factories(args[self.device_argument])
+        for (j, dtype, partial), shape in zip(self._made, shapes):  # packed, as laid out
+            arguments[j] = (zeros if partial else empty)(shape, dtype=dtype)
+        for j in self._copied:
+            arguments[j] = arguments[j].clone()
+        return arguments
+
+    def _factories(self, device: Any) -> tuple[Callable[..., Any], Callable[..., Any]]:
+        """``new_zeros`` and ``new_empty`` of a tensor on ``device``, with no tensor."""
+        torch = self.torch
+        return (lambda shape, dtype: torch.zeros(shape, dtype=dtype, device=device),
+                lambda shape, dtype: torch.empty(shape, dtype=dtype, device=device))
+
     def functional(self, *args: Any) -> Any:
-        arguments = self.allocate(args)
-        self.launch(arguments, arguments[self.first_input])
-        return self.returned(arguments)
+        """Allocate what the kernel writes, launch, return it. Written flat: it runs on every call."""
+        if self.first_input < 0:  # nothing read: the outputs' device is an argument; on meta, what fakes get
+            arguments = self.allocate(args)
+            if self.spec.outputs and arguments[self.spec.outputs[0]].device.type != "meta":
+                self.launch(arguments, arguments[self.spec.outputs[0]])
+            return self.returned(arguments)
+        # What to allocate, kept per the first input's dtype, the inputs' shapes and the sizes given: a call of
+        # the same shapes as before costs a dict lookup, not the symbols bound again (the launcher checks every
+        # array anyway). A key never seen is worked out by the code the fake implementation runs, and refused
+        # as it refuses.
+        arguments = [*args, *self._tail] if self._prefix else self.gathered(args)
+        like = arguments[self.first_input]
+        key = (like.dtype, *[args[pos].shape for pos in self._arrays], *args[self.n_inputs:])
+        made = self._plans.get(key)
+        if made is None:
+            made = self._plan(key, like, arguments, args)
+        for j, shape, dtype, zeros in made:  # dtype None: the first input's, given by not asking (no keyword)
+            if zeros:
+                arguments[j] = like.new_zeros(shape) if dtype is None else like.new_zeros(shape, dtype=dtype)
+            else:
+                arguments[j] = like.new_empty(shape) if dtype is None else like.new_empty(shape, dtype=dtype)
+        for j in self._copied:
+            arguments[j] = arguments[j].clone()
+        self.launch(arguments, like)
+        returned = self._returned
+        return None if returned is None else returned(arguments)
+
+    def _plan(self, key: tuple[Any, ...], like: Any, arguments: list[Any],
+              args: Sequence[Any]) -> list[tuple[int, tuple[int, ...], Any, bool]]:
+        """What :meth:`functional` allocates for ``key``: (launcher index, shape, dtype or None where it is
+        ``like``'s, zeros) per new array; LG601 and LG631 as :meth:`shapes` raises them."""
+        shapes = self.shapes(arguments, args)
+        made = [(j, shape, None if dtype == like.dtype else dtype, zeros)
+                for (j, dtype, zeros), shape in zip(self._made, shapes)]
+        if len(self._plans) >= 64:  # bounded: a run of ever new shapes does not grow it without end
+            self._plans.clear()
+        self._plans[key] = made
+        return made
 
     def fake(self, *args: Any) -> Any:
         return self.returned(self.allocate(args))
 
     def returned(self, arguments: Sequence[Any]) -> Any:
-        outs = tuple(arguments[j] for j in self.spec.outputs)
-        return outs[0] if len(outs) == 1 else outs
+        """What the functional schema returns: one tensor, a tuple of them, or None (``-> ()``: nothing written)."""
+        return None if self._returned is None else self._returned(arguments)
 
 
 def _no_effect(*args: Any) -> None:
@@ -235,98 +305,26 @@ def register(namespace: str, module: str, module_file: str, ops: Sequence[TorchO
     made: dict[str, _Op] = {}
     for spec in ops:
         op = made[spec.name] = _Op(torch, spec)
-        library.define(f"{spec.name}.mutating{spec.mutating}")
-        qualified = f"{namespace}::{spec.name}"
-        for key in ("CUDA", "CPU"):  # CPU too: a CPU tensor reaches the launcher, which refuses it (LG608)
-            library.impl(f"{spec.name}.mutating", op.mutating, key)
-        torch.library.register_fake(f"{qualified}.mutating", _no_effect, lib=library)
-        if spec.functional is not None:
-            library.define(f"{spec.name}{spec.functional}")
-            for key in ("CUDA", "CPU"):
-                library.impl(spec.name, op.functional, key)
-            torch.library.register_fake(qualified, op.fake, lib=library)
+        mutating = f"{MUTATING_PREFIX}{spec.name}"
+        library.define(f"{mutating}{spec.mutating}")
+        library.define(f"{spec.name}{spec.functional}")
+        # CPU too: a CPU tensor reaches the launcher, which refuses it (LG608). An operator with no tensor
+        # argument dispatches on no backend: its kernel is every backend's, its device an argument.
+        keys = ("CUDA", "CPU") if op.first_input >= 0 else ("CompositeExplicitAutograd",)
+        for key in ("CUDA", "CPU"):
+            library.impl(mutating, op.mutating, key)
+        for key in keys:
+            library.impl(spec.name, op.functional, key)
+        torch.library.register_fake(f"{namespace}::{mutating}", _no_effect, lib=library)
+        torch.library.register_fake(f"{namespace}::{spec.name}", op.fake, lib=library)
+        # `ops.<binding>.mutating`: set where the packet keeps the overloads it has looked up (an attribute of
+        # its own name), so it is an attribute only; the packet's overloads, which a plain call tries, stay one.
+        packets = getattr(torch.ops, namespace)
+        getattr(packets, spec.name).mutating = getattr(packets, mutating).default
     for pair in pairs:
         forward, backward = made[pair.forward], made[pair.backward]
-        setup, derivative = _autograd(torch, namespace, forward, backward, pair)
+        overload = getattr(getattr(torch.ops, namespace), f"{MUTATING_PREFIX}{pair.backward}").default
+        setup, derivative = autograd(torch, namespace, forward, backward, overload, pair)
         torch.library.register_autograd(f"{namespace}::{pair.forward}", derivative, setup_context=setup, lib=library)
     _REGISTERED[namespace] = (where, module, library)
     return library
-
-
-def _autograd(torch: Any, namespace: str, forward: _Op, backward: _Op,
-              pair: AutogradSpec) -> tuple[Callable[..., None], Callable[..., Any]]:
-    """``setup_context`` and ``backward`` for ``torch.library.register_autograd`` of one pair."""
-    fwd = forward.spec
-    position = {j: pos for pos, j in enumerate(fwd.inputs)}  # forward launcher argument -> functional argument
-    returned = {j: pos for pos, j in enumerate(fwd.outputs)}
-    n_arrays = len(forward.params)
-    saved_arrays = [j for kind, j in pair.sources if kind == "saved" and j < n_arrays]
-    saved_scalars = [j for kind, j in pair.sources if kind == "saved" and j >= n_arrays]
-    results = [j for kind, j in pair.sources if kind.startswith("result")]
-    differentiable = {j for kind, j in pair.sources if kind.startswith("grad")}
-    overload = getattr(getattr(torch.ops, namespace), pair.backward).mutating
-    bwd = backward.spec
-    reads = [k for k, (kind, _) in enumerate(pair.sources) if not kind.startswith("result")]
-
-    def setup_context(ctx: Any, inputs: tuple[Any, ...], output: Any) -> None:
-        outs = output if isinstance(output, tuple) else (output,)
-
-        def value(j: int) -> Any:
-            return inputs[position[j]] if j in position else outs[returned[j]]
-
-        ctx.save_for_backward(*(value(j) for j in saved_arrays))
-        ctx.lg_scalars = [inputs[position[j]] for j in saved_scalars]
-        ctx.lg_shapes = {j: inputs[position[j]].shape for j in results}
-        silent = [outs[returned[j]] for j in fwd.outputs if j not in differentiable]
-        if silent:
-            ctx.mark_non_differentiable(*silent)
-
-    def derivative(ctx: Any, *grads: Any) -> tuple[Any, ...]:
-        if torch.is_grad_enabled():  # backward(create_graph=True): nothing records the kernel's own derivative
-            raise launch_error(
-                "LG632", f"`{namespace}::{pair.forward}` is differentiated by the kernel `{pair.backward}`, "
-                "which has no derivative of its own: its gradients cannot be differentiated (create_graph=True)",
-                hint="differentiate once; for a second derivative, pair the backward with a backward of its own")
-        arrays = iter(ctx.saved_tensors)
-        scalars = iter(ctx.lg_scalars)
-        arguments: list[Any] = [None] * backward.arity
-        for k, (kind, j) in enumerate(pair.sources):
-            if kind == "saved":
-                arguments[k] = next(arrays) if j < n_arrays else next(scalars)
-            elif kind.startswith("grad"):
-                g = grads[returned[j]]
-                arguments[k] = (g[_field(forward.params[j], g.shape)] if kind == "grad_field" else g).contiguous()
-        bound = backward.bound(arguments, reads)
-        for k, (kind, _) in enumerate(pair.sources):
-            if kind.startswith("result"):
-                p = backward.params[k]
-                make = grads[0].new_zeros if p.access == "inout" or backward.partial[k] else grads[0].new_empty
-                arguments[k] = make(p.layout.shape_of(bound), dtype=backward.dtypes[k])
-        in_schema: list[Any] = [None] * backward.arity
-        for k, pos in enumerate(bwd.order):
-            in_schema[pos] = arguments[k]
-        overload(*in_schema)
-        out: list[Any] = [None] * (len(fwd.inputs) + len(fwd.sizes))
-        for k, (kind, j) in enumerate(pair.sources):
-            if kind == "result":
-                out[position[j]] = arguments[k]
-            elif kind == "result_field":
-                whole = arguments[k].new_zeros(ctx.lg_shapes[j])
-                whole[_field(forward.params[j], whole.shape)] = arguments[k]
-                out[position[j]] = whole
-        return tuple(out)
-
-    return setup_context, derivative
-
-
-def _field(p: ParamSpec, shape: Any) -> tuple[slice, ...]:
-    """The index of ``p``'s view in an array of its layout of ``shape``: its rows of a named axis, its columns."""
-    index = [slice(None)] * len(shape)
-    if p.rows is not None:
-        axis, start, stop = p.rows
-        index[axis] = slice(start, stop)
-    if p.cols is not None:
-        unit = 1 if p.layout.unit is None else shape[-1] // p.layout.width
-        index[-1] = slice(p.cols[0] * unit, p.cols[1] * unit)
-    return tuple(index)
-

@@ -78,6 +78,7 @@ def opcheck_cases() -> dict[str, Any]:
         ("scatter_Window_context.default", (f(8, 16, 16),)),
         ("mse_grad.default", (f(8, 16, 40), f(8, 16, 40))),
         ("mse_grad.mutating", (f(8, 16, 40), f(8, 16, 40), f(8, 16, 40))),
+        ("zero_grads.default", ("cuda",)),
         ("zero_grads.mutating", (f(40, 40), f(40))),
         ("sgd_update.default", (f(40, 40), f(40), f(40, 40), f(40), 0.01)),
         ("sgd_update.mutating", (f(40, 40), f(40), f(40, 40), f(40), 0.01)),
@@ -90,7 +91,7 @@ OPCHECKED = [
     "context_broadcast.mutating", "variable_selection_fwd.default", "variable_selection_fwd.mutating",
     "variable_selection_bwd.default", "variable_selection_bwd.mutating", "gather_Window_snap.default",
     "scatter_Window_snap.default", "gather_Window_context.default", "scatter_Window_context.default",
-    "mse_grad.default", "mse_grad.mutating", "zero_grads.mutating", "sgd_update.default", "sgd_update.mutating",
+    "mse_grad.default", "mse_grad.mutating", "zero_grads.default", "zero_grads.mutating", "sgd_update.default", "sgd_update.mutating",
 ]
 
 
@@ -107,9 +108,44 @@ def test_every_operator_has_an_opcheck_case(ops: Any) -> None:
     assert sorted(opcheck_cases()) == sorted(OPCHECKED)
     covered = set(OPCHECKED)
     names = [k.removeprefix("_lg_kernel_") for k in vars(vsn) if k.startswith("_lg_kernel_")]
-    every = {f"{n}.{o}" for n in names for o in getattr(ops, n).overloads()}
+    assert all(getattr(ops, n).overloads() == ["default"] for n in names)  # the plain call: functional alone
+    every = {f"{n}.{o}" for n in names for o in ("default", "mutating")}
     # the field copies' mutating forms are the launchers' own checks on the same kernels: opchecked as functional
     assert every - covered <= {f"{n}.mutating" for n in names if n.startswith(("gather_", "scatter_"))}
+
+
+# -- the plain call is the functional form (issue 29, item 7) ------------------------------------------------
+
+
+def test_the_plain_call_of_an_in_place_kernel_returns_new_tensors(ops: Any) -> None:
+    """`sgd_update` reads and writes W and b (InOut): its plain call returns updated copies and leaves W and b as
+    they were; `.mutating` updates them in place. Both against float64 numpy."""
+    W, b, gW, gb = (torch.randn(*shape, device="cuda") for shape in ((40, 40), (40,), (40, 40), (40,)))
+    lr = 0.0625
+    host = [t.cpu().double().numpy() for t in (W, b, gW, gb)]
+    want_W, want_b = host[0] - lr * host[2], host[1] - lr * host[3]
+    W_before, b_before = W.clone(), b.clone()
+    new_W, new_b = ops.sgd_update(W, b, gW, gb, lr)
+    torch.cuda.synchronize()
+    assert torch.equal(W, W_before) and torch.equal(b, b_before)  # the inputs: untouched
+    assert new_W.data_ptr() != W.data_ptr() and new_b.data_ptr() != b.data_ptr()
+    np.testing.assert_allclose(new_W.cpu().double().numpy(), want_W, rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(new_b.cpu().double().numpy(), want_b, rtol=1e-6, atol=1e-6)
+    assert ops.sgd_update.mutating(W, b, gW, gb, lr) is None
+    np.testing.assert_allclose(W.cpu().double().numpy(), want_W, rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(b.cpu().double().numpy(), want_b, rtol=1e-6, atol=1e-6)
+
+
+def test_the_plain_call_of_a_kernel_that_reads_no_array_allocates_on_the_device_given(ops: Any) -> None:
+    """`zero_grads` reads nothing: its functional form is told the device, allocates and clears its outputs.
+    The caching allocator is handed NaN blocks of the same sizes first, so memory left unwritten shows."""
+    for shape in ((40, 40), (40,)):
+        poisoned = torch.full(shape, float("nan"), device="cuda")
+        del poisoned
+    grad_W, grad_b = ops.zero_grads("cuda")
+    torch.cuda.synchronize()
+    assert grad_W.shape == (40, 40) and grad_b.shape == (40,) and grad_W.device.type == "cuda"
+    assert not grad_W.cpu().double().numpy().any() and not grad_b.cpu().double().numpy().any()
 
 
 # -- the forward and its gradients against torch's own autograd ----------------------------------------------
