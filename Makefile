@@ -58,6 +58,7 @@ test: $(STAMP) $(STAMP12)
 	$(PY) -m mypy --strict layoutgen
 	$(PY) -m layoutgen generate --check
 	$(PY) -m layoutgen check --compile
+	$(PY) -m layoutgen check --execute
 	$(PY12) -m layoutgen check --compile
 
 clean:

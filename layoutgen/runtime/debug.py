@@ -14,7 +14,7 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
-from ..schema.diagnostics import Diagnostic
+from ..schema.diagnostics import Diagnostic, Site
 from ..schema.words import plural
 from .errors import LaunchError
 from .plan import KernelSpec
@@ -22,9 +22,9 @@ from .plan import KernelSpec
 #: Set to 0 to skip the NaN/Inf scan of a debug build (the bounds checks stay).
 SCAN_ENV = "LAYOUTGEN_DEBUG_SCAN"
 
-#: The device global the debug header defines: hit, param, row, col, rows, width (8 bytes each).
+#: The device global the debug header defines: hit, param, row, col, rows, width, block, thread (8 bytes each).
 FAULT_SYMBOL = "lg_fault"
-_FAULT_FIELDS = 6
+_FAULT_FIELDS = 8
 
 
 class KernelFault(LaunchError):
@@ -61,43 +61,56 @@ def clear_fault(module: Any, stream: Any) -> None:
 
 def check_fault(spec: KernelSpec, module: Any, stream: Any) -> None:
     """Raise :class:`KernelFault` when the launch just made on ``stream`` left a fault; clear it."""
-    import cupy
-
     _synchronize(stream)
     record = _fault_record(module)
-    hit, param, row, col, rows, width = (int(v) for v in record.get())
+    hit, param, row, col, rows, width, *where = (int(v) for v in record.get())
     if not hit:
         return
     record.fill(0)
+    raise KernelFault(field_fault("LG611", spec.name, [(p.name, p.view) for p in spec.params],
+                                  [a.name for a in spec.shared], param, row, col, rows, width,
+                                  (where[0], where[1]) if len(where) == 2 else None))
+
+
+def field_fault(code: str, kernel: str, params: Sequence[tuple[str, str]], shared: Sequence[str], param: int,
+                row: int, col: int, rows: int, width: int, where: tuple[int, int] | None = None,
+                site: Site | None = None) -> Diagnostic:
+    """The report of a view's or tile's check (``out_of_field`` of the views header): the debug build's on the
+    GPU (LG611) and the CPU run's of ``check --execute`` (LG651) say the same, from the same record.
+
+    ``params`` are the kernel's (name, view) and ``shared`` its shared arrays' names, as ``param`` counts them
+    (a shared tile's is -1 - its index); ``where`` the block and thread that met it, where known."""
+    at = f", in block {where[0]}, thread {where[1]}" if where is not None else ""
+    stopped = f"{at}; the thread stopped before the access"
     if param < 0:  # a shared tile's access (lg::SharedTile): -1 - its index among the kernel's shared arrays
-        tile = spec.shared[-1 - param].name
+        tile = shared[-1 - param]
         if width < 0:  # stage(i) of a ring with i < 0 (`col`; `rows` its stages)
-            raise KernelFault(Diagnostic(
-                "LG611", f"`{spec.name}` asked shared tile `{tile}` for stage {col}, but a stage must not be negative "
-                f"(the ring of {plural(rows, 'stage')} wraps at its end itself); the thread stopped before the access",
+            return Diagnostic(
+                code, f"`{kernel}` asked shared tile `{tile}` for stage {col}, but a stage must not be negative "
+                f"(the ring of {plural(rows, 'stage')} wraps at its end itself){stopped}", site,
                 hint="give stage(i) the position of a tile among the tiles of its warp or block: tile.index, "
                 "tiles.nth(i).index",
-            ))
-        raise KernelFault(Diagnostic(
-            "LG611", f"`{spec.name}` indexed shared tile `{tile}` at row {row}, column {col}, outside the tile "
-            f"({plural(rows, 'row')}, {plural(width, 'column')}); the thread stopped before the access",
+            )
+        return Diagnostic(
+            code, f"`{kernel}` indexed shared tile `{tile}` at row {row}, column {col}, outside the tile "
+            f"({plural(rows, 'row')}, {plural(width, 'column')}){stopped}", site,
             hint="index a tile with rows below its capacity and columns below its width, and copy at most its "
             "capacity of rows in or out",
-        ))
-    p = spec.params[param]
+        )
+    name, view = params[param]
     if width < 0:  # one index of an accessor out of its extent (see lg_index in the debug header)
-        raise KernelFault(Diagnostic(
-            "LG611", f"`{spec.name}` indexed `{p.name}` ({p.view}) with {col} as index {row} of its accessor, "
-            f"outside 0..{rows}; the thread stopped before the access",
+        return Diagnostic(
+            code, f"`{kernel}` indexed `{name}` ({view}) with {col} as index {row} of its accessor, "
+            f"outside 0..{rows}{stopped}", site,
             hint="each index of `x(i0, ..., c)` must stay below its own extent: a flattened index that still lands "
             "in the field would read the neighbouring row or head",
-        ))
-    raise KernelFault(Diagnostic(
-        "LG611", f"`{spec.name}` indexed `{p.name}` ({p.view}) at row {row}, column {col}, outside the field "
-        f"({plural(rows, 'row')}, {plural(width, 'column')}); the thread stopped before the access",
+        )
+    return Diagnostic(
+        code, f"`{kernel}` indexed `{name}` ({view}) at row {row}, column {col}, outside the field "
+        f"({plural(rows, 'row')}, {plural(width, 'column')}){stopped}", site,
         hint="index the field with rows below rows() and columns below width; the generated view's constants "
         "come from the layout",
-    ))
+    )
 
 
 def scan_outputs(spec: KernelSpec, pointers: Sequence[int], symbols: dict[str, int]) -> None:

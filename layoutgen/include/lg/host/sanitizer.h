@@ -1,0 +1,294 @@
+// The footprint sanitizer of `layoutgen check --execute`, for kernels compiled for the host against
+// lg/host/runtime.h with AddressSanitizer (-fsanitize=address).
+//
+// Every parameter's array gets an allocation of its own, exactly the layout's size. What lies outside the
+// parameter's footprint (the other fields' columns of each row, rows outside a named range) is poisoned,
+// and so are the shared buffer's padding (a tile's pitch past its width, the gaps between arrays, the bytes
+// past the launch's size). So every access is checked however it is spelled: through a view, a raw pointer
+// taken from one, a `float*` handed to a helper, a macro, a cast to float4. The views' own checks (the debug
+// build's lg_check: row and column against the field) report through lg::out_of_field below, which the
+// debug build on the GPU implements with the same fields. Granularity: AddressSanitizer poisons 8-byte
+// granules, a prefix of one at most: the columns just before a field that starts inside a granule (an f32
+// field at an odd column) stay readable, and are left to the views' checks.
+//
+// Every finding is one line on stderr, `LGSAN` then tab-separated key=value pairs, read by layoutgen; the
+// first one ends the process.
+#pragma once
+#include <execinfo.h>
+#include <sanitizer/asan_interface.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <vector>
+
+namespace lg_san {
+// A parameter's array and its footprint, or an array of the shared buffer (`shared` true: its rows are
+// the tile's rows over every warp and stage, or one row of `width` bytes for a plain array).
+struct Region {
+    const char* param;  // the parameter or shared array
+    const char* view;  // its view (`Window.snap`), or what the shared array is
+    int access;  // 0 in, 1 out, 2 inout, 3 shared
+    int itemsize;
+    char kind;  // 'f' float, 'i' signed, 'u' unsigned, 'b' bf16 bits, 'h' f16 bits
+    long long layout_rows, row_stride, offset, width;  // in elements
+    long long axis_size, axis_start, axis_len, axis_inner;  // rows of a named range; axis_size 0: every row
+    long long shared_start;  // shared: its first byte in the buffer
+    unsigned char* base = nullptr;
+
+    long long elements() const { return layout_rows * row_stride; }
+    bool row_in(long long r) const {
+        if (axis_size == 0) return true;
+        const long long entry = r / axis_inner % axis_size;
+        return entry >= axis_start && entry < axis_start + axis_len;
+    }
+    // The row in the field's own numbering (the layout's row where every row is the field's).
+    long long field_row(long long r) const {
+        if (axis_size == 0) return r;
+        return r / (axis_inner * axis_size) * (axis_len * axis_inner) + (r / axis_inner % axis_size - axis_start) * axis_inner
+               + r % axis_inner;
+    }
+    long long field_rows() const { return axis_size == 0 ? layout_rows : layout_rows / axis_size * axis_len; }
+};
+
+struct Launch {
+    const char* kernel;
+    Region* regions;
+    int count;
+    long long shared_bytes;
+    unsigned seed;
+};
+inline Launch* current = nullptr;
+
+inline void say(const char* text) {
+    const ssize_t n = write(2, text, std::strlen(text));
+    (void)n;
+}
+
+// The block and thread of the calling thread, and where it was: `pc` (the access, or the return address of
+// a check's call), then the calls around it, for layoutgen to read back with addr2line to the user's line.
+inline void context(char* out, std::size_t size, const void* pc) {
+    void* frames[24];
+    const int n = backtrace(frames, 24);
+    int used = std::snprintf(out, size, "\tkernel=%s\tblock=%u\tthread=%u\tpc=%p\tcalls=",
+                             current ? current->kernel : "?", blockIdx.x, threadIdx.x, pc);
+    for (int i = 0; i < n && used > 0 && static_cast<std::size_t>(used) + 24 < size; ++i)
+        used += std::snprintf(out + used, size - used, i ? ",%p" : "%p", frames[i]);
+}
+
+// Which region holds `address`, and its row and column there (-1 where none).
+inline int locate(const void* address, long long* row, long long* col) {
+    if (!current) return -1;
+    for (int i = 0; i < current->count; ++i) {
+        const Region& r = current->regions[i];
+        const unsigned char* a = static_cast<const unsigned char*>(address);
+        const long long bytes = r.elements() * r.itemsize;
+        if (r.base && a >= r.base && a < r.base + bytes) {
+            const long long e = (a - r.base) / r.itemsize;
+            *row = e / r.row_stride;
+            *col = e % r.row_stride;
+            return i;
+        }
+    }
+    return -1;
+}
+
+[[noreturn]] inline void stop() {
+    std::fflush(stderr);
+    _exit(3);
+}
+
+// AddressSanitizer's report: an access outside every footprint, or a crash (a deadly signal: no access).
+inline void on_asan_report(const char* report) {
+    long long row = 0, col = 0;
+    void* address = __asan_get_report_address();
+    const int i = locate(address, &row, &col);
+    char where[768], line[1536];
+    context(where, sizeof where, __asan_get_report_pc());
+    if (__asan_get_report_access_size() == 0) {  // "ERROR: AddressSanitizer: FPE on unknown address ..."
+        const char* what = std::strstr(report, "AddressSanitizer: ");
+        what = what ? what + 18 : "a deadly signal";
+        const std::size_t n = std::strcspn(what, " \n\t(");  // FPE, SEGV, BUS, ILL
+        std::snprintf(line, sizeof line, "LGSAN\tkind=crash\twhat=%.*s%s\n", static_cast<int>(n), what, where);
+    } else if (i < 0) {
+        std::snprintf(line, sizeof line, "LGSAN\tkind=address\twrite=%d\tbytes=%zu\tdescription=%s%s\n",
+                      __asan_get_report_access_type(), __asan_get_report_access_size(), __asan_get_report_description(), where);
+    } else {
+        const Region& r = current->regions[i];
+        std::snprintf(line, sizeof line,
+                      "LGSAN\tkind=footprint\tregion=%d\twrite=%d\tbytes=%zu\trow=%lld\tcol=%lld\tfield_row=%lld%s\n", i,
+                      __asan_get_report_access_type(), __asan_get_report_access_size(), row, col,
+                      r.row_in(row) ? r.field_row(row) : -1, where);
+    }
+    say(line);
+    stop();
+}
+
+inline std::vector<unsigned char*> allocations;
+
+// What an output element holds before the kernel writes it: a NaN whose payload arithmetic does not make (a
+// float) or all-ones bytes (an integer); what is left of it afterwards was never written. The shared buffer
+// is all-ones bytes instead, so that a NaN computed from it tells itself apart.
+inline void unwritten(unsigned char* at, int itemsize, char kind) {
+    std::memset(at, 0xff, itemsize);
+    if (kind == 'f' && itemsize == 4) {
+        const std::uint32_t bits = 0x7fc0deadu;
+        std::memcpy(at, &bits, 4);
+    } else if (kind == 'f' && itemsize == 8) {
+        const std::uint64_t bits = 0x7ff8deaddeaddeadull;
+        std::memcpy(at, &bits, 8);
+    }
+}
+inline bool is_unwritten(const unsigned char* at, int itemsize, char kind) {
+    unsigned char want[8];
+    unwritten(want, itemsize, kind);
+    return std::memcmp(at, want, itemsize) == 0;
+}
+
+// Allocate, fill and poison every parameter's array: inputs random finite values, outputs unwritten().
+inline void prepare(Launch& launch) {
+    current = &launch;
+    __asan_set_error_report_callback(on_asan_report);
+    std::mt19937 random(launch.seed);
+    std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
+    for (int i = 0; i < launch.count; ++i) {
+        Region& r = launch.regions[i];
+        if (r.access == 3) {
+            r.base = lg_shared + r.shared_start;
+            continue;
+        }
+        const long long n = r.elements(), bytes = n * r.itemsize;
+        const long long rounded = (bytes + 63) / 64 * 64;
+        unsigned char* a = static_cast<unsigned char*>(std::aligned_alloc(64, rounded));
+        allocations.push_back(a);
+        r.base = a;
+        if (rounded > bytes) ASAN_POISON_MEMORY_REGION(a + bytes, rounded - bytes);  // past the array: no one's
+        for (long long e = 0; e < n; ++e) {
+            unsigned char* at = a + e * r.itemsize;
+            if (r.access == 1) {
+                unwritten(at, r.itemsize, r.kind);
+            } else if (r.kind == 'f' && r.itemsize == 4) {
+                const float v = uniform(random);
+                std::memcpy(at, &v, 4);
+            } else if (r.kind == 'f' && r.itemsize == 8) {
+                const double v = uniform(random);
+                std::memcpy(at, &v, 8);
+            } else if (r.kind == 'b' || r.kind == 'h') {  // a 16-bit float near 1: the top bits of 0x3f80 or 0x3c00
+                const std::uint16_t v = static_cast<std::uint16_t>((r.kind == 'b' ? 0x3f00 : 0x3800) + (random() & 0xff));
+                std::memcpy(at, &v, 2);
+            } else {  // an integer: small and non-negative, as counts and positions are
+                const std::uint64_t v = random() % 64;
+                std::memcpy(at, &v, r.itemsize);
+            }
+        }
+        // Poison what is outside the footprint, row by row.
+        for (long long row = 0; row < r.layout_rows; ++row) {
+            unsigned char* first = a + row * r.row_stride * r.itemsize;
+            if (!r.row_in(row)) {
+                ASAN_POISON_MEMORY_REGION(first, r.row_stride * r.itemsize);
+                continue;
+            }
+            if (r.offset > 0) ASAN_POISON_MEMORY_REGION(first, r.offset * r.itemsize);
+            const long long end = r.offset + r.width;
+            if (end < r.row_stride) ASAN_POISON_MEMORY_REGION(first + end * r.itemsize, (r.row_stride - end) * r.itemsize);
+        }
+    }
+}
+
+// Before each block: the shared buffer is all-ones bytes (NaN for floats: what a block reads before it writes
+// shows in its outputs), its padding and everything past the launch's size poisoned.
+inline void reset_shared(unsigned) {
+    ASAN_UNPOISON_MEMORY_REGION(lg_shared, sizeof lg_shared);
+    std::memset(lg_shared, 0xff, sizeof lg_shared);
+    long long end = 0;  // what the arrays before cover
+    for (int i = 0; i < current->count; ++i) {
+        const Region& r = current->regions[i];
+        if (r.access != 3) continue;
+        if (r.shared_start > end) ASAN_POISON_MEMORY_REGION(lg_shared + end, r.shared_start - end);
+        for (long long row = 0; row < r.layout_rows && r.width < r.row_stride; ++row)
+            ASAN_POISON_MEMORY_REGION(r.base + (row * r.row_stride + r.width) * r.itemsize,
+                                      (r.row_stride - r.width) * r.itemsize);
+        end = r.shared_start + r.elements() * r.itemsize;
+    }
+    ASAN_POISON_MEMORY_REGION(lg_shared + end, sizeof lg_shared - end);
+}
+
+// After the launch: each output's footprint holds no unwritten() element and no other NaN (computed from
+// memory nothing wrote: every input was finite).
+inline int finish(const Launch& launch) {
+    for (int i = 0; i < launch.count; ++i) {
+        const Region& r = launch.regions[i];
+        if (r.access != 1 && r.access != 2) continue;
+        for (long long row = 0; row < r.layout_rows; ++row) {
+            if (!r.row_in(row)) continue;
+            for (long long c = r.offset; c < r.offset + r.width; ++c) {
+                const unsigned char* at = r.base + (row * r.row_stride + c) * r.itemsize;
+                const bool ones = is_unwritten(at, r.itemsize, r.kind);
+                bool nan = false;
+                if (r.kind == 'f' && r.itemsize == 4) {
+                    float v;
+                    std::memcpy(&v, at, 4);
+                    nan = std::isnan(v);
+                } else if (r.kind == 'f' && r.itemsize == 8) {
+                    double v;
+                    std::memcpy(&v, at, 8);
+                    nan = std::isnan(v);
+                }
+                if ((ones && r.access == 1) || (nan && !ones)) {
+                    char line[512];
+                    std::snprintf(line, sizeof line, "LGSAN\tkind=%s\tregion=%d\trow=%lld\tcol=%lld\tfield_row=%lld\tkernel=%s\n",
+                                  ones ? "unwritten" : "nan", i, row, c, r.field_row(row), launch.kernel);
+                    say(line);
+                    return 3;
+                }
+            }
+        }
+    }
+    say("LGSAN\tkind=done\n");
+    return 0;
+}
+}  // namespace lg_san
+
+// The runtime's barrier findings (lg/host/runtime.h).
+[[noreturn]] void lg_host_violation(const char* kind, const char* what, const void* pc) {
+    char where[768], line[1024];
+    lg_san::context(where, sizeof where, pc);
+    std::snprintf(line, sizeof line, "LGSAN\tkind=%s\twhat=%s%s\n", kind, what, where);
+    lg_san::say(line);
+    lg_san::stop();
+}
+
+// The views' checks of the debug build (layoutgen/templates/views.cuh.j2 defines them for the GPU when
+// LG_DEBUG_DEFINED is not defined yet): the same names and arguments, reported as a finding.
+#define LG_DEBUG_DEFINED
+namespace lg {
+__attribute__((noinline)) inline void out_of_field(const char* where, int param, long long row, long long col,
+                                                   long long rows, long long width) {
+    char ctx[768], line[1536];
+    lg_san::context(ctx, sizeof ctx, __builtin_return_address(0));
+    std::snprintf(line, sizeof line, "LGSAN\tkind=field\twhere=%s\tparam=%d\trow=%lld\tcol=%lld\trows=%lld\twidth=%lld%s\n",
+                  where, param, row, col, rows, width, ctx);
+    lg_san::say(line);
+    lg_san::stop();
+}
+
+// A row that checks each column against its field before the access (as the debug build's on the GPU).
+template <typename View, typename Base>
+struct CheckedRow : Base {
+    const View* view;
+    long long r;
+    CheckedRow(const View* v, long long row, Base first) : Base(first), view(v), r(row) {}
+    typename Base::element_type& operator[](typename Base::column_type c) const {
+        view->lg_check(r, c);
+        return Base::operator[](c);
+    }
+    template <int BYTES = Base::vector_bytes>
+    decltype(auto) vec(int i) const {
+        view->lg_check(r, (static_cast<long long>(i) + 1) * (BYTES / sizeof(typename Base::element_type)) - 1);
+        return Base::template vec<BYTES>(i);
+    }
+};
+}  // namespace lg

@@ -1,0 +1,138 @@
+"""``layoutgen check --execute``: every kernel of the project run on the CPU under the footprint sanitizer.
+
+For each spec the debug build is rendered (its views check every index); for each kernel binding a host
+program (:mod:`.execute_harness`) is built with AddressSanitizer against the host runtime layoutgen ships,
+cached by content, and run at sizes chosen from the declarations (:mod:`.footprints`) on random finite
+inputs, outputs poisoned. Its first finding becomes a diagnostic at the user's line (LG650..LG654); a
+kernel that cannot be built for the host is reported as not executed (LG531), one that crashes or hangs
+as LG532, and no compiler at all as LG530. Nothing is passed in silence.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from ..codegen.pymodule import module_model
+from ..codegen.render import declared_in, render_spec
+from ..declare.tiles import shared_arrays
+from ..runtime import paths
+from ..schema.diagnostics import Diagnostic, Site
+from .config import Config
+from .execute_findings import finding_diagnostic
+from .execute_harness import (
+    HostProgram, build_key, compile_program, compiler_version, find_compiler, headers_digest, host_program,
+)
+from .footprints import chosen_sizes, grid_blocks, param_footprints, shared_footprints
+from .process import SpecResult
+
+#: Seconds a kernel may run on the CPU before it is reported as not finishing (LG532).
+RUN_TIMEOUT = 120
+#: AddressSanitizer's settings for the run: no leak check (the process ends on the first finding), addresses
+#: left for layoutgen to read back.
+ASAN_OPTIONS = "detect_leaks=0:symbolize=0:handle_abort=1:allocator_may_return_null=1"
+
+
+def execute_results(results: Sequence[SpecResult], config: Config, *, progress: bool = True) -> list[Diagnostic]:
+    """Run every kernel of every rendered spec on the CPU; the findings, in the order of the specs."""
+    compiler = find_compiler()
+    specs = [r for r in results if r.spec is not None and r.files]
+    if not specs:
+        return []
+    if compiler is None:
+        return [Diagnostic("LG530", "`check --execute` needs a host C++ compiler with AddressSanitizer, found none "
+                           "(tried `CXX`, g++, clang++)",
+                           hint="install g++ (Debian, Ubuntu: apt-get install g++), or name one in CXX")]
+    version = compiler_version(compiler)
+    headers = headers_digest(config.include_paths)
+    jobs = []
+    for result in specs:
+        jobs.extend(_spec_jobs(result, config))
+    root = (Path(config.cache_path) if config.cache_path else paths.cache_dir()) / "execute"
+    show = progress and sys.stderr.isatty()
+    done = [0]
+
+    def one(job: tuple[HostProgram, dict[str, str], Site | None]) -> list[Diagnostic]:
+        program, files, site = job
+        out = _run_one(program, files, site, compiler, version, headers, root, config)
+        done[0] += 1
+        if show:
+            print(f"\rexecuting {done[0]}/{len(jobs)} {program.kernel}\x1b[K", end="", file=sys.stderr, flush=True)
+        return out
+
+    with ThreadPoolExecutor(max_workers=max(1, min(len(jobs), os.cpu_count() or 1))) as pool:
+        found = list(pool.map(one, jobs))
+    if show:
+        print("\r\x1b[K", end="", file=sys.stderr, flush=True)
+    return [d for diags in found for d in diags]
+
+
+def _spec_jobs(result: SpecResult, config: Config) -> list[tuple[HostProgram, dict[str, str], Site | None]]:
+    """The host program of each kernel binding of one spec, with the debug build's files it includes."""
+    spec = result.spec
+    assert spec is not None  # the caller keeps rendered specs only
+    module_dir = f"{config.out}/{spec.name}"
+    rendered = render_spec(spec, config.root, result.path, debug=True, out=config.out,
+                           cache_dir=config.cache_dir_from(module_dir), templates=config.template_paths,
+                           include=config.include_from(module_dir))
+    files = {path.rsplit("/", 1)[-1]: text for path, text in rendered.files.items()
+             if path.endswith((".cu", ".cuh", ".h"))}
+    sources = {id(lay): declared_in(lay.site, config.root) for lay in spec.layouts}
+    model = module_model(spec, sources)
+    layouts = {lay.name: lay for lay in model["layouts"]}  # type: ignore[attr-defined]
+    jobs = []
+    for binding, kernel in zip(spec.kernels, model["kernels"]):  # type: ignore[call-overload]
+        sizes = chosen_sizes(kernel, layouts)
+        params = param_footprints(kernel, layouts, sizes)
+        shared, shared_bytes = shared_footprints(shared_arrays(binding), kernel.shared, sizes)
+        program = host_program(kernel, f"{kernel.name}.cu", params, shared, shared_bytes, sizes,
+                               grid_blocks(kernel, params, sizes))
+        jobs.append((program, files, binding.site))
+    return jobs
+
+
+def _run_one(program: HostProgram, files: dict[str, str], site: Site | None, compiler: str, version: str,
+             headers: str, root: Path, config: Config) -> list[Diagnostic]:
+    key = build_key(program, files, compiler, version, headers)
+    folder = root / key[:2] / key
+    executable = folder / "program"
+    if not executable.is_file():
+        folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+        with tempfile.TemporaryDirectory(dir=folder) as tmp:
+            build = Path(tmp)
+            for name, text in files.items():
+                (build / name).write_text(text, encoding="utf-8")
+            source = build / f"{program.kernel}.host.cpp"
+            source.write_text(program.text, encoding="utf-8")
+            errors = compile_program(compiler, source, build / "program", config.include_paths)
+            if errors is not None:
+                errors = errors.replace(f"{build}/", "")  # name the kernel's files as the user knows them
+                first = next((line for line in errors.splitlines() if "error" in line), errors.strip()[:300])
+                return [Diagnostic("LG531", f"`{program.kernel}` was not executed on the CPU: the host runtime cannot "
+                                   f"build it: {first.strip()}", site,
+                                   hint="the host runtime lacks what this kernel uses (see the compiler's message); "
+                                   "its accesses were not checked")]
+            os.replace(build / "program", executable)  # whole or not at all: another run may read it
+    env = {**os.environ, "ASAN_OPTIONS": ASAN_OPTIONS}
+    try:
+        run = subprocess.run([str(executable)], capture_output=True, text=True, timeout=RUN_TIMEOUT, env=env,
+                             cwd=config.root)
+    except subprocess.TimeoutExpired:
+        return [Diagnostic("LG532", f"`{program.kernel}` did not finish on the CPU within {RUN_TIMEOUT} s "
+                           f"({program.blocks} blocks of {program.threads} threads)", site,
+                           hint="a barrier or a spin that waits for something no thread does, or a loop that does "
+                           "not end at these sizes")]
+    lines = [line for line in run.stderr.splitlines() if line.startswith("LGSAN\t")]
+    if not lines:
+        tail = run.stderr.strip().splitlines()[-1:] or [f"exit status {run.returncode}"]
+        return [Diagnostic("LG532", f"`{program.kernel}` crashed on the CPU: {tail[0]}", site,
+                           hint="run it under a debugger: the host program is " + str(executable))]
+    fields = dict(part.split("=", 1) for part in lines[0].split("\t")[1:] if "=" in part)
+    if fields.get("kind") == "done":
+        return []
+    return [finding_diagnostic(program, fields, executable, site, config.root)]

@@ -1,0 +1,136 @@
+"""The sanitizer's findings (``LGSAN`` lines of a host program) as diagnostics at the user's line.
+
+A finding carries the address of the access or of the check's call; ``addr2line`` reads it back through
+the ``#line`` directives of the generated file to the innermost line that is the user's own: a template,
+a hand-written ``.cu``, a project header (a helper's line, where the access is in the helper). The
+messages name the kernel, the parameter and its view, the row and column against the field's columns, and
+the block and thread.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+from ..runtime.debug import field_fault
+from ..schema.diagnostics import Diagnostic, Site
+from .execute_harness import INCLUDE_ROOT, HostProgram
+from .footprints import Footprint
+
+
+def user_site(executable: Path, pc: str, calls: str, root: Path, *, call: bool) -> Site | None:
+    """The user's line of the code at ``pc`` (a return address where ``call``: the line of the call), else of
+    the innermost of ``calls`` (return addresses, comma-separated) that is in the user's code."""
+    tool = shutil.which("addr2line")
+    addresses = [int(pc, 16) - (1 if call else 0)] if pc.startswith("0x") else []
+    addresses += [int(a, 16) - 1 for a in calls.split(",") if a.startswith("0x")]
+    if tool is None or not addresses:
+        return None
+    run = subprocess.run([tool, "-i", "-a", "-e", str(executable), *map(hex, addresses)], capture_output=True,
+                         text=True, timeout=60)
+    for line in run.stdout.splitlines():  # each address, then its innermost frame and those it is inlined into
+        if line.startswith("0x"):
+            continue
+        path, _, number = line.rpartition(":")
+        number = number.split(" ")[0]
+        if not path or path == "??" or not number.isdigit() or _ours(path, executable):
+            continue
+        return Site(_shown(path, root), int(number))
+    return None
+
+
+def _ours(path: str, executable: Path) -> bool:
+    """Whether ``path`` is layoutgen's: its host headers, the generated files, the host program."""
+    p = Path(path)
+    if p.is_absolute():
+        resolved = p.resolve()
+        return resolved.is_relative_to(INCLUDE_ROOT) or resolved.is_relative_to(executable.parent)
+    # A generated file names itself by its path under the root in the `#line` after the user's part.
+    return path.startswith("generated/") or "/generated/" in path or path.endswith(".host.cpp")
+
+
+def _shown(path: str, root: Path) -> str:
+    p = Path(path)
+    if p.is_absolute():
+        try:
+            return p.resolve().relative_to(root.resolve()).as_posix()
+        except ValueError:
+            return path
+    return path
+
+
+def _columns(f: Footprint) -> str:
+    return f"columns {f.offset}..{f.offset + f.width}"
+
+
+def _array(f: Footprint) -> str:
+    if f.access == "shared":
+        return f"shared `{f.name}` ({f.what})"
+    return f"`{f.name}` ({f.what})"
+
+
+def _thread(fields: dict[str, str]) -> str:
+    return f"block {fields.get('block', '?')}, thread {fields.get('thread', '?')}"
+
+
+def finding_diagnostic(program: HostProgram, fields: dict[str, str], executable: Path, site: Site | None,
+                       root: Path) -> Diagnostic:
+    """One finding of ``program`` as a diagnostic at the user's line (else at the kernel's binding)."""
+    kind = fields["kind"]
+    kernel = program.kernel
+    pc = fields.get("pc", "")
+    where = user_site(executable, pc, fields.get("calls", ""), root,
+                      call=kind in ("field", "barrier", "barrier-exit", "divergent")) or site
+    if kind == "footprint":
+        f = program.footprints[int(fields["region"])]
+        verb = "wrote" if fields["write"] == "1" else "read"
+        row, col = int(fields["row"]), int(fields["col"])
+        if f.access == "shared":
+            tile_row = row % f.layout_rows
+            place = f"row {tile_row}, column {col}" if f.row_stride != f.width or f.layout_rows > 1 else f"element {col}"
+            message = (f"`{kernel}` {verb} {_array(f)} at {place}, outside its {f.width} columns "
+                       f"(pitch {f.row_stride}), in {_thread(fields)}")
+            return Diagnostic("LG650", message, where, hint="index a shared tile below its width, and its rows "
+                              "through the tile's accessors: the pitch is the tile's, not the field's width")
+        in_rows = int(fields["field_row"]) >= 0
+        place = (f"row {fields['field_row']}, column {col}" if in_rows
+                 else f"array row {row}, column {col}, in a row that is not the field's")
+        message = (f"`{kernel}` {verb} {_array(f)} at {place}, outside the field's {_columns(f)} "
+                   f"(rows {f.row_stride} elements apart), in {_thread(fields)}")
+        return Diagnostic("LG650", message, where, hint=f"rows of `{f.what}` are {f.row_stride} elements apart and "
+                          f"hold {f.width} columns from column {f.offset}: take every stride and width from the view")
+    if kind == "crash":
+        return Diagnostic("LG532", f"`{kernel}` crashed on the CPU ({fields.get('what', '').strip()}), in "
+                          f"{_thread(fields)}", where, hint="the line is where it stopped; the inputs are random "
+                          "finite values at the sizes `check --execute` chooses")
+    if kind == "address":
+        message = (f"`{kernel}` accessed memory of no parameter ({fields.get('description', '')}, "
+                   f"{fields.get('bytes', '?')} bytes), in {_thread(fields)}")
+        return Diagnostic("LG650", message, where, hint="a pointer went past the array of the parameter it came from")
+    if kind == "field":  # a view's or tile's own check: the debug build's report on the GPU, word for word
+        params = [(f.name, f.what) for f in program.footprints[:program.params]]
+        shared = [f.name for f in program.footprints[program.params:]]
+        return field_fault("LG651", kernel, params, shared, int(fields["param"]), int(fields["row"]),
+                           int(fields["col"]), int(fields["rows"]), int(fields["width"]),
+                           (int(fields["block"]), int(fields["thread"])), where)
+    if kind in ("barrier", "barrier-exit", "divergent"):
+        barrier = fields.get("what", "a barrier")
+        text = {"barrier": f"reached {barrier} after other threads of its "
+                           f"{'warp' if 'warp' in barrier else 'block'} returned",
+                "barrier-exit": f"returned while other threads wait at {barrier}",
+                "divergent": f"reached another {barrier} than the threads waiting at one"}[kind]
+        return Diagnostic("LG652", f"`{kernel}`: {_thread(fields)} {text}: a barrier that some threads never "
+                          "reach", where, hint="every thread of the block (or lane of the warp) must reach each "
+                          "barrier: move it out of the branch, and return only after the last one")
+    f = program.footprints[int(fields["region"])]
+    row, col = int(fields["field_row"]), int(fields["col"]) - f.offset
+    if kind == "unwritten":
+        return Diagnostic("LG653", f"`{kernel}` left {_array(f)} unwritten at row {row}, column {col} "
+                          f"({program.blocks} blocks of {program.threads} threads)", site,
+                          hint="every element of an output's field must be written: a short last tile, warp or "
+                          "block, or a loop bound of another field's width, leaves some out")
+    return Diagnostic("LG654", f"`{kernel}` wrote NaN to {_array(f)} at row {row}, column {col} although every "
+                      "input was finite: it computed with memory nothing wrote", site,
+                      hint="a read past the rows a tile holds (a short last tile), or of an output element "
+                      "before it is written")

@@ -1,0 +1,170 @@
+"""`layoutgen check --execute`: every kernel run on the CPU under the footprint sanitizer.
+
+tests/specs/sanitizer/bad.py holds a kernel for each class of issue 30 (a wrong stride through a local
+`const int`, an offset variable, a helper taking a `float*` and the width, a macro, a cast to float4 with
+`row * 24`, another view's row stride, a lane loop to the row stride, a loop to a tile's capacity in a
+short last tile, a tile filled from a narrower field, barriers in branches, a hand-written entry): each is
+refused with its message at the user's line. tests/specs/sanitizer/good.py holds correct kernels of the
+same shapes (shuffles, atomics, tails of 1 and R-1 rows, a cp.async ring, a hand-written entry): none is.
+The examples raise no false alarm. Which thread meets a finding first varies between runs: the messages
+are asserted whole, with the block, thread and (for a loop) the column as patterns.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from layoutgen.cli import main
+from layoutgen.project.config import load_config
+from layoutgen.project.execute import execute_results
+from layoutgen.project.process import SpecResult
+from layoutgen.project.specload import load_spec
+from layoutgen.schema.diagnostics import Diagnostic
+
+REPO = Path(__file__).resolve().parent.parent
+SPECS = REPO / "tests" / "specs" / "sanitizer"
+pytestmark = pytest.mark.skipif(shutil.which("g++") is None and shutil.which("clang++") is None,
+                                reason="no host C++ compiler here")
+
+
+def executed(spec: Path) -> list[Diagnostic]:
+    """The findings of running every kernel of ``spec`` on the CPU (its static checks not asked)."""
+    loaded = load_spec(spec)
+    assert loaded.spec is not None, loaded
+    result = SpecResult(spec.relative_to(REPO).as_posix(), loaded.spec, {"rendered": ""}, (), None)
+    return execute_results([result], load_config(REPO), progress=False)
+
+
+@pytest.fixture(scope="module")
+def bad() -> dict[str, str]:
+    """Each finding of bad.py as `site: code: message`, by kernel."""
+    out = {}
+    for d in executed(SPECS / "bad.py"):
+        name = re.match(r"`(\w+)`", d.message)
+        assert name is not None, d
+        out[name.group(1)] = f"{d.site}: {d.code}: {d.message}"
+    return out
+
+
+# `<N>`: a number that depends on which thread meets the finding first (and, for a loop, on its column).
+T = "in block 0, thread <N>"
+LG650 = ("LG650: `{k}` read `x` (Window.snap) at row <N>, column <N>, outside the field's columns 0..96 "
+         "(rows 136 elements apart), " + T)
+EXPECTED = {
+    "const_stride": "tests/specs/sanitizer/const_stride.cu.j2:3: " + LG650,
+    "offset_variable": "tests/specs/sanitizer/offset_variable.cu.j2:4: " + LG650,
+    "helper_pointer": "tests/specs/sanitizer/helper_pointer.cu.j2:4: " + LG650,  # the helper's own line
+    "macro_stride": "tests/specs/sanitizer/macro_stride.cu.j2:4: " + LG650,
+    "float4_cast": "tests/specs/sanitizer/float4_cast.cu.j2:3: " + LG650,
+    "other_view_stride": "tests/specs/sanitizer/other_view_stride.cu.j2:2: " + LG650,
+    "entry_pitch": "tests/specs/sanitizer/entry_pitch.cu:13: " + LG650,
+    "tile_capacity_loop": ("tests/specs/sanitizer/bad.py:<N>: LG654: `tile_capacity_loop` wrote NaN to `y` (Packed) "
+                           "at row <N>, column <N> although every input was finite: it computed with memory nothing "
+                           "wrote"),
+    # The GPU's debug build says the same of these (LG611, layoutgen/runtime/debug.py's field_fault).
+    "narrow_fill": ("tests/specs/sanitizer/narrow_fill.cu.j2:1: LG651: `narrow_fill` indexed `n` (Narrow) at row <N>, "
+                    "column <N>, outside the field (183 rows, 40 columns), " + T
+                    + "; the thread stopped before the access"),
+    "lane_loop": ("tests/specs/sanitizer/lane_loop.cu.j2:3: LG651: `lane_loop` indexed `x` (Window.snap) at row 0, "
+                  "column <N>, outside the field (183 rows, 96 columns), " + T + "; the thread stopped before the access"),
+    "barrier_branch": ("tests/specs/sanitizer/barrier_branch.cu.j2:3: LG652: `barrier_branch`: block 0, thread <N> "
+                       "returned while other threads wait at __syncthreads(): a barrier that some threads never "
+                       "reach"),
+    "barrier_two": ("tests/specs/sanitizer/barrier_two.cu.j2:<N>: LG652: `barrier_two`: block 0, thread <N> "
+                    "reached another __syncthreads() than the threads waiting at one: a barrier that some "
+                    "threads never reach"),
+}
+
+
+@pytest.mark.parametrize("kernel", sorted(EXPECTED))
+def test_each_spelling_of_a_wrong_footprint_is_refused_at_its_line(bad: dict[str, str], kernel: str) -> None:
+    pattern = re.escape(EXPECTED[kernel].replace("{k}", kernel)).replace("<N>", r"\d+")
+    assert re.fullmatch(pattern, bad[kernel]), bad[kernel]
+
+
+def test_every_bad_kernel_is_refused_and_nothing_else(bad: dict[str, str]) -> None:
+    assert sorted(bad) == sorted(EXPECTED)
+
+
+def test_correct_kernels_of_the_same_shapes_pass() -> None:
+    assert executed(SPECS / "good.py") == []
+
+
+def test_the_vsn_example_raises_no_false_alarm() -> None:
+    """Its tensor-core kernels (a cp.async ring of warps' tiles, shuffles, atomics), copies and updates."""
+    assert executed(REPO / "examples" / "vsn" / "spec.py") == []
+
+
+def test_check_execute_passes_the_qkv_and_own_kernel_examples(capsys: pytest.CaptureFixture[str]) -> None:
+    status = main(["check", "--execute", "--quiet", "examples/qkv/spec.py", "examples/own_kernel/spec.py"])
+    out = capsys.readouterr().out
+    assert status == 0, out
+    assert out == "All checks passed: 2 specs, no errors.\n"
+
+
+def test_the_gpu_and_the_cpu_word_a_field_fault_alike(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The debug build's record on the GPU (now with the block and thread) and the CPU run's finding of the same
+    access give one message: LG611 after a launch, LG651 from `check --execute`."""
+    import numpy as np
+
+    from layoutgen.project.execute_findings import finding_diagnostic
+    from layoutgen.project.execute_harness import HostProgram
+    from layoutgen.project.footprints import Footprint
+    from layoutgen.runtime import debug
+    from layoutgen.runtime.plan import KernelSpec, LayoutSpec, ParamSpec
+
+    values = np.array([1, 0, 2, 97, 183, 96, 1, 33], np.int64)  # hit, x, row 2, column 97 of 183 x 96; block 1, thread 33
+
+    class Record:
+        nbytes = values.nbytes
+
+        def get(self) -> np.ndarray:  # type: ignore[type-arg]
+            return values
+
+        def fill(self, value: int) -> None:
+            values[:] = value
+
+    monkeypatch.setattr(debug, "_fault_record", lambda module: Record())
+    monkeypatch.setattr(debug, "_synchronize", lambda stream: None)
+    window = LayoutSpec("Window", ("B", "K"), 136, "f32", 4)
+    spec = KernelSpec("lane_loop", "lane_loop.cu", (ParamSpec("x", "in", window, "Window.snap", 4, cols=(0, 96)),),
+                      ("B", "K"), 0, 1, 128)
+    with pytest.raises(debug.KernelFault) as info:
+        debug.check_fault(spec, object(), None)
+    gpu = info.value.diagnostic
+    program = HostProgram("lane_loop", "lane_loop.cu", (Footprint("x", "Window.snap", "in", 4, "f", 183, 136, 0, 96),),
+                          1, 2, 128, 0, "")
+    fields = {"kind": "field", "where": "lane_loop.x (Window.snap)", "param": "0", "row": "2", "col": "97",
+              "rows": "183", "width": "96", "block": "1", "thread": "33", "pc": "", "calls": ""}
+    cpu = finding_diagnostic(program, fields, Path("/nonexistent"), None, REPO)
+    assert (gpu.code, cpu.code) == ("LG611", "LG651")
+    assert gpu.message == cpu.message == (
+        "`lane_loop` indexed `x` (Window.snap) at row 2, column 97, outside the field (183 rows, 96 columns), "
+        "in block 1, thread 33; the thread stopped before the access")
+    assert gpu.hint == cpu.hint
+
+
+def test_a_kernel_the_host_runtime_cannot_build_is_reported_not_executed() -> None:
+    (found,) = executed(SPECS / "odd.py")
+    assert (str(found.site), found.code, found.message) == (
+        "tests/specs/sanitizer/odd.py:12", "LG531",
+        "`halves` was not executed on the CPU: the host runtime cannot build it: sanitizer_odd.cuh:10:10: fatal error: "
+        "cuda_fp16.h: No such file or directory")
+
+
+def test_a_kernel_that_crashes_is_reported_at_its_line() -> None:
+    (found,) = executed(SPECS / "crash.py")
+    assert (str(found.site), found.code) == ("tests/specs/sanitizer/crash_divide.cu.j2:2", "LG532")
+    assert re.fullmatch(r"`divide` crashed on the CPU \(FPE\), in block \d+, thread \d+", found.message), found.message
+
+
+def test_no_host_compiler_is_an_error_not_a_pass(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CXX", "no-such-compiler-here")
+    (found,) = executed(SPECS / "crash.py")
+    assert (found.site, found.code, found.message) == (
+        None, "LG530", "`check --execute` needs a host C++ compiler with AddressSanitizer, found none (tried `CXX`, "
+        "g++, clang++)")

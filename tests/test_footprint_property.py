@@ -1,0 +1,94 @@
+"""A property of the footprint sanitizer: over random footprints, every access outside is reported, none inside.
+
+A probe program (compiled once, against the host runtime and sanitizer layoutgen ships) allocates one
+parameter's array as `check --execute` does for a footprint given on its command line, and reads one
+element of it through a raw pointer. Hypothesis draws the footprint (rows, row stride, the field's offset
+and width, a named range of rows) and the index (a row and a column, each possibly outside, flattened at
+the array's own row stride): the probe must report exactly where :meth:`Footprint.holds` says the element
+is outside, naming its row and column. Elements are 8 bytes, one AddressSanitizer granule each, so the
+footprint is exact (a 4-byte field starting at an odd column leaves the one column before it to the views'
+checks: docs/diagnostics.md, LG650).
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from layoutgen.project.execute import ASAN_OPTIONS
+from layoutgen.project.execute_harness import FLAGS, INCLUDE_ROOT, find_compiler
+from layoutgen.project.footprints import Footprint
+
+pytestmark = pytest.mark.skipif(find_compiler() is None, reason="no host C++ compiler here")
+
+PROBE = r"""
+#include "lg/host/runtime.h"
+#include "lg/host/sanitizer.h"
+int main(int argc, char** argv) {
+    long long v[9];
+    for (int i = 0; i < 9; ++i) v[i] = std::atoll(argv[i + 1]);
+    static lg_san::Region region{"x", "Probe.field", 0, 8, 'f', v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], 0};
+    static lg_san::Launch launch{"probe", &region, 1, 0, 1u};
+    lg_san::prepare(launch);
+    const double* first = reinterpret_cast<const double*>(region.base);
+    volatile double read = first[v[8]];  // the access under test, through a raw pointer
+    (void)read;
+    return lg_san::finish(launch);
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def probe(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = tmp_path_factory.mktemp("probe")
+    (folder / "probe.cpp").write_text(PROBE, encoding="utf-8")
+    compiler = find_compiler()
+    assert compiler is not None
+    run = subprocess.run([compiler, *FLAGS, "-I", str(INCLUDE_ROOT), str(folder / "probe.cpp"), "-o",
+                          str(folder / "probe")], capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr
+    return folder / "probe"
+
+
+@st.composite
+def footprints(draw: st.DrawFn) -> Footprint:
+    stride = draw(st.integers(1, 12))
+    offset = draw(st.integers(0, stride - 1))
+    width = draw(st.integers(1, stride - offset))
+    rows = draw(st.integers(1, 12))
+    axis = None
+    if draw(st.booleans()):  # a named range of rows: rows are (outer, size, inner)
+        size, inner = draw(st.integers(1, 4)), draw(st.integers(1, 3))
+        start = draw(st.integers(0, size - 1))
+        axis = (size, start, draw(st.integers(1, size - start)), inner)
+        rows = size * inner * draw(st.integers(1, 3))
+    return Footprint("x", "Probe.field", "in", 8, "f", rows, stride, offset, width, axis)
+
+
+@settings(max_examples=60, deadline=None)
+@given(f=footprints(), row=st.integers(-1, 14), col=st.integers(-2, 14))
+def test_every_access_outside_the_footprint_is_reported_and_none_inside(
+        probe: Path, f: Footprint, row: int, col: int) -> None:
+    element = row * f.row_stride + col
+    if element < 0:  # outside the array altogether: within AddressSanitizer's redzone around it
+        element = max(element, -2)
+    elif element >= f.elements:
+        element = f.elements + (element - f.elements) % 2
+    axis = f.axis or (0, 0, 0, 1)
+    run = subprocess.run([str(probe), *map(str, (f.layout_rows, f.row_stride, f.offset, f.width, *axis, element))],
+                         capture_output=True, text=True, timeout=60, env={"ASAN_OPTIONS": ASAN_OPTIONS})
+    findings = [line for line in run.stderr.splitlines() if line.startswith("LGSAN\t")]
+    assert findings, run.stderr
+    fields = dict(part.split("=", 1) for part in findings[0].split("\t")[1:] if "=" in part)
+    if f.holds(element):
+        assert fields["kind"] == "done", findings[0]
+    elif 0 <= element < f.elements:
+        assert fields["kind"] == "footprint", findings[0]
+        assert (int(fields["row"]), int(fields["col"])) == divmod(element, f.row_stride)
+    else:
+        assert fields["kind"] == "address", findings[0]
