@@ -9,8 +9,8 @@ scattered back, in [4096, 512] rows of three geometries (see
 benchmarks/copy_alignment/spec.py). The model column is what a gather would
 reach if memory were read in whole 64-byte blocks: a field that straddles a
 block boundary reads 128 bytes for its 64. (Measured on an H200, gathers
-follow it; scatters do not, and stay near 60% in every geometry: see the
-README.) Prints a table; no assertion.
+follow it; scatters do not, and stay near 60% in every geometry: see
+docs/performance.md.) Prints a table; no assertion.
 """
 
 from __future__ import annotations

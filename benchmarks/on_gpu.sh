@@ -6,7 +6,7 @@
 #
 # STEPS (default "tests roofline launch torch program"): any of tests, python_tests (the GPU tests again with
 # LAYOUTGEN_PYTHON_LAUNCH=1: launchers on the Python path), roofline, launch, launch_parts, launch_steps, torch, program,
-# copies, variants.
+# copies.
 #
 # Runs from the repository root with the tree on PYTHONPATH (the GPU machine installs nothing).
 # It first builds the compiled launch path in place when a C compiler and Python's headers are
@@ -53,8 +53,6 @@ for name in ${STEPS:-tests roofline launch torch program}; do
     elif [ "$name" = python_tests ]; then  # the GPU tests again, launchers on the Python path
         LAYOUTGEN_PYTHON_LAUNCH=1 step python_tests "${TESTS_S:-300}" python3 -m pytest -m gpu -q -rfEs \
             -p no:cacheprovider tests/gpu "$@"
-    elif [ "$name" = variants ]; then
-        step variants "${BENCH_S:-150}" python3 benchmarks/roofline/variants/bench_variants.py
     else
         step "bench_$name" "${BENCH_S:-150}" python3 "benchmarks/bench_$name.py"
     fi
