@@ -8,7 +8,10 @@ layoutgen` process (what CI pays):
 - ``generate`` into an empty output folder,
 - ``check`` (declaration, binding, lint and drift checks; no compile),
 - ``generate`` again on unchanged input, which must write 0 files and leave
-  every file's mtime as it was.
+  every file's mtime as it was;
+- the template lint alone, in a fresh process: its 500 readings of the
+  templates' text (``lint_template``) and 500 of the rendered kernels
+  (``lint_rendered``), within one ``check``.
 
 The same three steps also run in-process through ``layoutgen.cli.main`` (no
 interpreter start-up or imports). Prints a table of seconds; the target is
@@ -176,7 +179,38 @@ def measure(runner: Callable[..., tuple[float, str]], repeat: int) -> dict[str, 
             assert out.endswith("No files changed in 1 spec.\n"), out
             assert mtimes(root / "generated") == before, "regenerating unchanged input touched a file"
             times["generate again"].append(t)
+            if runner is run_cli:
+                times.setdefault("lint in check (fresh process)", []).append(lint_alone(root))
     return {step: statistics.median(ts) for step, ts in times.items()}
+
+
+def lint_alone(root: Path) -> float:
+    """Seconds a fresh ``check`` of the project at ``root`` spends in the lint (both readings)."""
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    proc = subprocess.run([sys.executable, __file__, "--lint-seconds", str(root)], env=env, capture_output=True,
+                          text=True, check=True)
+    return float(proc.stdout.split()[-1])
+
+
+def _lint_seconds(root: Path) -> None:
+    """Print the seconds this process's ``check`` of ``root`` spends in ``lint_template`` and ``lint_rendered``."""
+    import layoutgen.project.process as process
+
+    spent = [0.0]
+
+    def timed(function: Callable[..., list[object]]) -> Callable[..., list[object]]:
+        def call(*args: object) -> list[object]:
+            start = time.perf_counter()
+            try:
+                return function(*args)
+            finally:
+                spent[0] += time.perf_counter() - start
+        return call
+
+    process.lint_template = timed(process.lint_template)  # type: ignore[assignment]
+    process.lint_rendered = timed(process.lint_rendered)  # type: ignore[assignment]
+    in_process(root, "check")
+    print(f"{spent[0]:.4f}")
 
 
 def startup() -> float:
@@ -204,7 +238,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeat", type=int, default=3, help="fresh projects to time (the median is shown)")
     parser.add_argument("--profile", action="store_true", help="also print a cProfile of generate + check")
+    parser.add_argument("--lint-seconds", type=Path, help=argparse.SUPPRESS)  # lint_alone's child process
     args = parser.parse_args()
+    if args.lint_seconds:
+        _lint_seconds(args.lint_seconds)
+        return
 
     cli = measure(run_cli, args.repeat)
     inproc = measure(in_process, args.repeat)
@@ -214,7 +252,7 @@ def main() -> None:
     print()
     print(f"{'step':<34}{'subprocess (s)':>16}{'in-process (s)':>16}")
     for step in cli:
-        print(f"{step:<34}{cli[step]:>16.3f}{inproc[step]:>16.3f}")
+        print(f"{step:<34}{cli[step]:>16.3f}" + (f"{inproc[step]:>16.3f}" if step in inproc else ""))
     total_cli = cli["generate"] + cli["check"]
     total_in = inproc["generate"] + inproc["check"]
     print(f"{'generate + check':<34}{total_cli:>16.3f}{total_in:>16.3f}")

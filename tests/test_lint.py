@@ -499,11 +499,26 @@ def named_row_multipliers(draw: st.DrawFn) -> tuple[Any, int, str, str, str]:
 def test_a_row_stride_spelled_with_a_name_is_reported_with_the_real_one(case: tuple[Any, int, str, str, str]) -> None:
     """The seed bug is the same bug whatever names its stride: `x.width`, the kernel's `F`, a constexpr."""
     view, value, name, body, accessor = case
+    if name == "x.row_stride" and "&x.at(0, 0)" in body:  # a raw pointer at its own row stride is the layout's
+        assert lint_text(body, view) == []
+        return
     (diag,) = lint_text(body, view)
     assert diag.code == "LG401" and diag.site is not None and diag.site.line == body.count("\n")
     assert diag.message.startswith(f"`{name}` ({value}) in index arithmetic of kernel `forms` equals the ")
     assert diag.message.endswith(f"of `x` ({view.name})")
     assert diag.hint == f"rows of `x` are {view.row_stride} elements apart: index with `{accessor}`"
+
+
+def test_a_raw_pointer_stepped_by_its_own_views_row_stride_follows_the_layout(tmp_path: Path) -> None:
+    """`first[row * x.row_stride + c]` off `&x.at(0, 0)` or `x.raw_pointer()` is the layout's own distance (a
+    hand-written kernel's pointer code); a row object stepped past its row, or another spelling, is not."""
+    body = ("    const float* first = &x.at(0, 0);\n"
+            "    dst.at(row, 0) = first[row * x.row_stride + c] + x.raw_pointer()[x.row_stride * row];\n")
+    assert lint(tmp_path, body, x=Window.snap, dst=Window.context) == []
+    (diag,) = lint(tmp_path, "    dst.at(row, 0) = x.row(0)[row * x.row_stride + c];\n", x=Window.snap,
+                   dst=Window.context)
+    assert diag.message == ("`x.row_stride` (56) in index arithmetic of kernel `forms` equals the row stride of `x` "
+                            "(Window.snap)")
 
 
 def test_names_that_say_what_they_mean_are_not_strides(tmp_path: Path) -> None:
@@ -544,7 +559,7 @@ def test_arithmetic_outside_an_index_into_a_view_is_never_reported(view: Any, si
 @given(line=st.text(alphabet="xpr0145()[]{}<>*+-/&.,;=:?#\"' \n_lgatowdefin", max_size=80))
 def test_the_lint_reads_any_text_without_failing(line: str) -> None:
     for diag in lint_text(line, Window.snap):
-        assert diag.code in ("LG401", "LG403", "LG405") and diag.site is not None
+        assert diag.code in ("LG401", "LG403", "LG405", "LG409", "LG410", "LG411") and diag.site is not None
 
 
 # -- LG405: a constant index past a field's own width ---------------------------------------
@@ -652,7 +667,6 @@ def test_the_kernels_shared_arrays_are_its_own_memory(tmp_path: Path) -> None:
 @pytest.mark.parametrize(("grid", "said"), [
     (lambda: Grid.rows("x"), "Grid.rows returns the threads past the last row"),
     (lambda: Grid.elements("x"), "Grid.elements returns the threads past the last element"),
-    (lambda: Grid.warps("x", rows_per_warp=2, block=64), "Grid.warps returns each warp with no rows"),
 ])
 def test_a_barrier_in_a_grid_that_returns_threads_is_lg406(tmp_path: Path, grid: Any, said: str) -> None:
     template = tmp_path / "t.cu.j2"
@@ -662,6 +676,39 @@ def test_a_barrier_in_a_grid_that_returns_threads_is_lg406(tmp_path: Path, grid:
     assert (diag.code, diag.severity.value, diag.site) == ("LG406", "warning", Site(str(template), 1))
     assert diag.message == (f"`__syncthreads()` in kernel `forms`, whose {said} before the body: the barrier is "
                             "not reached by every thread of the block")
+
+
+def test_a_barrier_in_grid_warps_is_an_error_lg408(tmp_path: Path) -> None:
+    """Warps of Grid.warps work alone and those with no rows have returned: a block barrier is undefined."""
+    template = tmp_path / "t.cu.j2"
+    template.write_text("    __syncwarp();\n    if (lane == 0) __syncthreads();\n")
+    k = Kernel("forms", str(template), [In("x", [B, K, F])], grid=Grid.warps("x", rows_per_warp=2, block=64))
+    (diag,) = lint_template(k.bind(x=Window.snap), template)
+    assert (diag.code, diag.severity.value, diag.site) == ("LG408", "error", Site(str(template), 2))
+    assert diag.message == ("`__syncthreads()` in kernel `forms`, whose Grid.warps returns each warp with no rows "
+                            "before the body: the barrier is not reached by every thread of the block, which is "
+                            "undefined behaviour")
+    assert diag.hint == ("a warp of Grid.warps orders its own work with __syncwarp(); for a barrier of the whole "
+                         "block, declare Grid.tiles or Grid.persistent, where every thread runs the whole body")
+
+
+def test_a_barrier_in_grid_warps_stops_generation(tmp_path: Path) -> None:
+    from layoutgen.project.config import Config
+    from layoutgen.project.process import process_spec
+
+    (tmp_path / "t.cu.j2").write_text("    __syncthreads();\n")
+    (tmp_path / "spec.py").write_text(
+        "from layoutgen import Field, Grid, Layout, dims, f32\n"
+        "from layoutgen.declare.kernels import In, Kernel\n"
+        "from layoutgen.declare.spec import Spec\n"
+        "B, K, F = dims('B K F')\n"
+        "W = Layout('Window', [B, K], f32, [Field('snap', 40), Field('context', 16)])\n"
+        "k = Kernel('warped', 't.cu.j2', [In('x', [B, K, F])], grid=Grid.warps('x', rows_per_warp=2, block=64))\n"
+        "spec = Spec('lint', kernels=[k.bind(x=W.snap)])\n"
+    )
+    result = process_spec(Config(tmp_path, specs=("spec.py",)), tmp_path / "spec.py")
+    assert not result.ok and result.files == {}
+    assert [d.code for d in result.diagnostics] == ["LG408"]
 
 
 @pytest.mark.parametrize("grid", [lambda: Grid.tiles("x", rows=64), lambda: Grid.persistent("x", rows=64)])
@@ -680,3 +727,48 @@ def test_a_scalars_raw_argument_is_named_as_the_scalar(tmp_path: Path) -> None:
     k = Kernel("raw", str(template), [In("x", [B, K, F]), Scalar("lr", f32), Out("dst", [B, K, C])])
     (diag,) = lint_template(k.bind(x=Window.snap, dst=Window.context), template)
     assert diag.message == "`lg_arg_lr` in the body of kernel `raw` is the argument behind scalar `lr`; use `lr`"
+
+
+# -- suppression comments: any text after the codes (issue 29 item 11) ----------------------
+
+
+def test_a_suppression_followed_by_a_colon_and_a_reason_suppresses(tmp_path: Path) -> None:
+    """`// layoutgen: ignore[LG401]: reason` was read as no suppression at all, silently."""
+    body = ("    dst.at(row, 0) = x.row(0)[row * 56];  // layoutgen: ignore[LG401]: rows of the table are 56 apart\n"
+            "    dst.at(row, 1) = x.row(0)[row * 56];  // layoutgen: ignore: checked by hand\n")
+    assert checked(tmp_path, body) == (True, [])
+
+
+_TRAILING = st.text(alphabet=st.characters(blacklist_categories=("Cs",), blacklist_characters="\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"), max_size=30)
+_SPACE = st.sampled_from(["", " ", "  ", "\t"])
+
+
+@SETTINGS
+@given(codes=st.lists(st.sampled_from(["LG401", "LG403", "LG406"]), min_size=1, max_size=3, unique=True),
+       before=_SPACE, inner=_SPACE, after=_TRAILING)
+def test_any_text_after_the_codes_of_a_suppression_is_free(codes: list[str], before: str, inner: str,
+                                                          after: str) -> None:
+    from layoutgen.checks.suppress import _parse
+
+    text = f"{before}layoutgen:{before}ignore{inner}[{(',' + inner).join(codes)}]{after}"
+    entry, problems = _parse(Site("t.cu.j2", 1), "//" + text, text)
+    assert problems == [] and entry is not None and entry.codes == tuple(codes)
+
+
+@SETTINGS
+@given(before=_SPACE, after=_TRAILING.filter(lambda t: not t.lstrip().startswith("[")
+                                              and not (t[:1].isalnum() or t[:1] == "_")))
+def test_any_text_after_a_bare_ignore_is_free_and_suppresses_every_code(before: str, after: str) -> None:
+    from layoutgen.checks.suppress import _parse
+
+    text = f"{before}layoutgen:{before}ignore{after}"
+    entry, problems = _parse(Site("t.cu.j2", 1), "//" + text, text)
+    assert problems == [] and entry is not None and entry.codes == ()
+
+
+@pytest.mark.parametrize("text", [" layoutgen: ignore[LG401", " layoutgen: ignored", " layoutgen: ignore_all"])
+def test_a_suppression_with_an_unclosed_list_or_a_longer_word_is_not_one(text: str) -> None:
+    from layoutgen.checks.suppress import _parse
+
+    entry, problems = _parse(Site("t.cu.j2", 1), "//" + text, text)
+    assert entry is None and [p.message for p in problems] == [f"`//{text}` is not a suppression comment"]

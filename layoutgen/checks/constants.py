@@ -67,18 +67,87 @@ class Constants:
         constant = self.of(nodes)
         return None if constant is None else constant.value
 
+    def evaluate(self, nodes: Sequence[Node]) -> int | None:
+        """The value of the integer expression ``nodes`` when every part of it is a constant: ``2 * F + 1``,
+        ``static_cast<int>(x.width) << 1``, ``(S / 4) % 3``; None otherwise (or on a division by zero)."""
+        nodes = list(nodes)
+        for ops in (("<<", ">>"), ("+", "-"), ("*", "/", "%")):  # the lowest precedence first
+            at = _last_binary(nodes, ops)
+            if at is not None:
+                left, right = self.evaluate(nodes[:at]), self.evaluate(nodes[at + 1 :])
+                if left is None or right is None:
+                    return None
+                return _apply(str(nodes[at].text), left, right)  # type: ignore[union-attr]
+        if len(nodes) >= 2 and isinstance(nodes[0], Token) and nodes[0].text in ("-", "+"):
+            inner = self.evaluate(nodes[1:])
+            return None if inner is None else (-inner if nodes[0].text == "-" else inner)
+        if len(nodes) == 3 and isinstance(nodes[0], Token) and nodes[0].text in _CASTS \
+                and isinstance(nodes[2], Group) and nodes[2].open == "(":
+            return self.evaluate(nodes[2].items)  # static_cast<int>(...)
+        if len(nodes) == 2 and isinstance(nodes[0], Token) and nodes[0].text in _INTEGER_TYPES \
+                and isinstance(nodes[1], Group) and nodes[1].open == "(":
+            return self.evaluate(nodes[1].items)  # int(...)
+        if len(nodes) >= 2 and isinstance(nodes[0], Group) and nodes[0].open == "(" and nodes[0].items and all(
+                isinstance(n, Token) and n.text in _INTEGER_TYPES for n in nodes[0].items):
+            return self.evaluate(nodes[1:])  # (int) ...
+        if len(nodes) == 1 and isinstance(nodes[0], Group) and nodes[0].open == "(":
+            return self.evaluate(nodes[0].items)
+        return self.value(nodes)
+
 
 def line_constants(lines: Iterable[str], symbols: Mapping[str, int],
-                   members: Mapping[tuple[str, str], int]) -> list[Constants]:
+                   members: Mapping[tuple[str, str], int],
+                   definitions: Sequence[Sequence[tuple[str, str]]] | None = None) -> list[Constants]:
     """For each line of a body (code only, as :func:`.cxx.scan` gives it), what its names mean there:
-    ``symbols`` (the kernel's static symbols), the view facts ``members``, and the body's own
-    ``constexpr NAME = <constant>;`` declarations from the line that declares them on."""
+    ``symbols`` (the kernel's static symbols), the view facts ``members``, and the names the body defines
+    from constants, from the line that defines them on: ``definitions`` (one tuple of (name, definition)
+    a line, :func:`.flow.read_body`), or where none are given its ``constexpr NAME = <constant>;``."""
     known = dict(symbols)
     out: list[Constants] = []
-    for line in lines:
-        _declare(tree(line), known, members)
-        out.append(Constants(dict(known), members))
+    current = Constants(dict(known), members)
+    for n, line in enumerate(lines):
+        if definitions is None:
+            _declare(tree(line), known, members)
+            current = Constants(dict(known), members)
+        elif definitions[n]:
+            for name, text in definitions[n]:
+                value = Constants(known, members).evaluate(tree(text))
+                if value is None:
+                    known.pop(name, None)
+                else:
+                    known[name] = value
+            current = Constants(dict(known), members)
+        out.append(current)
     return out
+
+
+_CASTS = frozenset({"static_cast", "reinterpret_cast", "const_cast"})
+_INTEGER_TYPES = frozenset({"int", "long", "short", "unsigned", "signed", "size_t", "ptrdiff_t", "int32_t",
+                            "int64_t", "uint32_t", "uint64_t"})
+
+
+def _last_binary(nodes: Sequence[Node], ops: tuple[str, ...]) -> int | None:
+    """The index of the last binary operator of ``ops`` in ``nodes`` (one after an operand), or None."""
+    found = None
+    for k in range(1, len(nodes)):
+        node, before = nodes[k], nodes[k - 1]
+        if isinstance(node, Token) and node.kind == "op" and node.text in ops and (
+                isinstance(before, Group) or before.kind != "op"):
+            found = k
+    return found
+
+
+def _apply(op: str, left: int, right: int) -> int | None:
+    if op in ("/", "%"):
+        if right == 0:
+            return None
+        quotient = abs(left) // abs(right) * (1 if (left < 0) == (right < 0) else -1)  # C truncates
+        return quotient if op == "/" else left - quotient * right
+    if op in ("<<", ">>"):
+        if not 0 <= right < 64:
+            return None
+        return left << right if op == "<<" else left >> right
+    return {"+": left + right, "-": left - right, "*": left * right}[op]
 
 
 def view_members(views: Iterable[tuple[str, int, int, int]]) -> dict[tuple[str, str], int]:

@@ -121,6 +121,7 @@ def tokens(line: str) -> list[Token]:
     return [Token(m.lastgroup or "op", m.group(0), m.start(), m.end()) for m in _TOKEN.finditer(line)]
 
 
+@functools.lru_cache(maxsize=4096)  # the lines of a template recur in every binding and reading of it
 def tree(line: str) -> tuple[Node, ...]:
     """The tokens of ``line`` with brackets nested into groups."""
     # (opening bracket, its column, what it holds so far); the line itself is the bottom entry.

@@ -8,60 +8,69 @@ A literal counts only where it shapes an index into a view bound to the kernel:
 - an argument of an accessor (``x.at(r * 40 + c, 0)``, ``x(b, k, c)``, ``x.row(...)``).
 
 There it is a *factor* (it multiplies an index), a *term* (it is added to one) or *alone* (the whole
-subscript). Arrays the body declares (``__shared__ float scratch[2]``) and pointers into them are its
-own memory and are not looked at; a subscript of a name the body does not declare (a macro's
-pointer, a header's table) may address any view, and is read as such. Everything else on a line
-(array sizes, loop bounds, ``acc / (8 * 32 * 5)``) is not index arithmetic.
+subscript; :mod:`.terms`). Arrays the body declares (``__shared__ float scratch[2]``) and pointers into
+them are its own memory and are not looked at; a subscript of a name the body does not declare (a
+header's table) may address any view, and is read as such. The parameters of a function the text
+defines point into no view where it is read alone; at each call it is read again with the call's
+arguments (:mod:`.flow`), and what it finds there is the calling line's. A subscript whose index adds a
+loop's counter (``p[i]`` in ``for (i = row * 96; ...)``) takes the values the loop runs between: its
+start and bound are read as indices too. Everything else on a line (array sizes, loop bounds alone,
+``acc / (8 * 32 * 5)``) is not index arithmetic.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
-from .constants import Constant, Constants
-from .cxx import Group, Node, Token, source, split_at, tree
+from .constants import Constants
+from .cxx import Group, Node, Token, split_at, tree
+from .flow import Call, Reading
+from .terms import (ALONE, COLUMN_ARGUMENT, FACTOR, POINTER, ROW_ARGUMENT, SUBSCRIPT, TERM, UNTRACED, Base,
+                    IndexLiteral, additive_terms, binary_split, group_of, index_constants, is_op, name_of,
+                    term_constants)
 
-SUBSCRIPT, POINTER, ROW_ARGUMENT, COLUMN_ARGUMENT = "subscript", "pointer", "row argument", "column argument"
-FACTOR, TERM, ALONE = "factor", "term", "alone"
-
-
-@dataclass(frozen=True)
-class Base:
-    """What an index is relative to."""
-
-    view: str | None  # the parameter whose memory it addresses; None: a name the lint cannot trace
-    row: bool  # a row of the view (`x.row(r)`, `&x.at(r, c)`): a literal alone is one of its columns
-    origin: bool  # row 0, column 0 of the field (`x`, `x.row(0)`, `&x.at(0, 0)`)
-
-
-UNTRACED = Base(None, row=False, origin=False)
-_Terms = tuple[tuple[str, str, int | None], ...]  # (sign, text, value of a literal) of each term
-
-
-@dataclass(frozen=True)
-class IndexLiteral:
-    """One integer literal of an index into a view."""
-
-    value: int
-    role: str  # FACTOR, TERM or ALONE
-    place: str  # SUBSCRIPT, POINTER, ROW_ARGUMENT or COLUMN_ARGUMENT
-    base: Base
-    row: str | None  # for a factor: the index it multiplies, as written; None when that is not plain
-    others: _Terms  # the index's other terms: (sign, text, constant value)
-    spelled: str = ""  # how the body wrote it where that was a name (`F`, `x.width`); empty for a literal
-
+__all__ = ["ALONE", "COLUMN_ARGUMENT", "FACTOR", "POINTER", "ROW_ARGUMENT", "SUBSCRIPT", "TERM", "Base",
+           "IndexLiteral", "accessor_call", "index_literals"]
 
 def index_literals(lines: Iterable[str], views: Iterable[str], constants: Sequence[Constants] | None = None,
-                   own: Iterable[str] = ()) -> list[list[IndexLiteral]]:
+                   own: Iterable[str] = (), reading: Reading | None = None) -> list[list[IndexLiteral]]:
     """For each line of a body (code only, as :func:`.cxx.scan` gives it), in order, its constants that
     take part in an index into one of ``views`` (the kernel's parameter names): literals, and the names
     ``constants`` (one per line, :func:`.constants.line_constants`) give a value. ``own`` names memory
-    of the kernel's that is no view (its shared arrays and tiles): indexing it is not looked at."""
+    of the kernel's that is no view (its shared arrays and tiles): indexing it is not looked at.
+    ``reading`` (:func:`.flow.read_body` of ``lines``): the parameters of the functions the text defines,
+    which are no views where a function is read alone, and their calls, where each is read with the call's
+    arguments (what it finds is the calling line's, with ``via`` set)."""
     reader = _Reader(frozenset(views), own)
     lines = list(lines)
     known = constants if constants is not None else [Constants()] * len(lines)
-    return [reader.line(line, values) for line, values in zip(lines, known)]
+    out: list[list[IndexLiteral]] = []
+    for n, (line, values) in enumerate(zip(lines, known)):
+        if reading is not None:
+            reader.declare_none(reading.parameters[n])
+        found = reader.line(line, values)
+        if reading is not None:
+            for call in reading.calls[n]:
+                found.extend(replace(lit, via=(call.name, call.header)) for lit in _called(reader, call, known, values))
+        out.append(found)
+    return out
+
+
+def _called(reader: _Reader, call: Call, known: Sequence[Constants], at: Constants) -> list[IndexLiteral]:
+    """What a helper's body finds, read with a call's arguments, in the caller's scope (left as it was)."""
+    saved = reader.scope()
+    found: list[IndexLiteral] = []
+    try:
+        for k, (line, calls) in enumerate(zip(call.lines, call.calls)):
+            own = known[call.first + k] if call.first + k < len(known) else at
+            values = Constants({**at.names, **own.names}, at.members)
+            found.extend(reader.line(line, values))
+            for inner in calls:
+                found.extend(_called(reader, inner, known, values))
+    finally:
+        reader.restore(saved)
+    return found
 
 
 # Names that start a statement but no declaration.
@@ -70,45 +79,18 @@ _NOT_TYPES = frozenset({
     "switch", "do", "using", "namespace", "typedef", "break", "continue", "co_return", "co_yield", "define",
 })
 _CASTS = frozenset({"static_cast", "reinterpret_cast", "const_cast"})
+#: The bytes of the types a pointer into a view is cast to (`reinterpret_cast<const float4*>`): its index steps.
+UNIT_BYTES = {
+    "float": 4, "int": 4, "unsigned": 4, "double": 8, "half": 2, "__half": 2, "__nv_bfloat16": 2, "half2": 4,
+    "__half2": 4, "__nv_bfloat162": 4, "float2": 8, "int2": 8, "uint2": 8, "double2": 16, "float4": 16, "int4": 16,
+    "uint4": 16, "longlong2": 16, "char": 1, "uint8_t": 1, "int8_t": 1,
+}
 # Accessors that give a value (an element, a vector, a count), not a place to index from.
 _VALUE_MEMBERS = frozenset({"at", "vec", "rows"})
 _SEPARATORS = frozenset({
     "=", "+=", "-=", "*=", "/=", "%=", "&=", "|=", "^=", "<<=", ">>=", ",", "?", ":", "&&", "||",
     "==", "!=", "<", ">", "<=", ">=",
 })
-
-
-def _op(node: Node | None, *texts: str) -> bool:
-    return isinstance(node, Token) and node.kind == "op" and node.text in texts
-
-
-def _name(node: Node | None) -> str | None:
-    return node.text if isinstance(node, Token) and node.kind == "name" else None
-
-
-def _group(node: Node | None, opener: str) -> Group | None:
-    return node if isinstance(node, Group) and node.open == opener else None
-
-
-def _operand_end(node: Node | None) -> bool:
-    """Whether a binary operator may follow ``node`` (else a `+`, `-`, `*`, `&` after it is unary)."""
-    return isinstance(node, Group) or (isinstance(node, Token) and (node.kind != "op" or node.text in ("++", "--")))
-
-
-def _binary_split(nodes: Sequence[Node], ops: tuple[str, ...]) -> list[tuple[str, list[Node]]]:
-    """``nodes`` split at the binary operators ``ops``: (the operator before each part, or "", the part)."""
-    parts: list[tuple[str, list[Node]]] = [("", [])]
-    for node in nodes:
-        if _op(node, *ops) and parts[-1][1] and _operand_end(parts[-1][1][-1]):
-            parts.append((node.text if isinstance(node, Token) else "", []))
-        else:
-            parts[-1][1].append(node)
-    return parts
-
-
-def _terms(nodes: Sequence[Node]) -> list[tuple[str, list[Node]]]:
-    """The additive terms of an expression, each with its sign."""
-    return [("-" if sign == "-" else "+", part) for sign, part in _binary_split(nodes, ("+", "-")) if part]
 
 
 _LITERALS = Constants()  # literals only: what `x.row(0)` spells as its row
@@ -120,85 +102,39 @@ def _zero_arguments(call: Group) -> bool:
 
 def _declarators(nodes: list[Node]) -> tuple[bool, bool, list[list[Node]]] | None:
     """(a pointer type, an `auto` type, each declarator) when ``nodes`` declare names; else None."""
-    start = 1 if nodes and _group(nodes[0], "[") else 0  # [[maybe_unused]]
+    start = 1 if nodes and group_of(nodes[0], "[") else 0  # [[maybe_unused]]
     end, names = start, 0
-    while end < len(nodes) and (_op(nodes[end], "::", "*", "&", "&&") or _group(nodes[end], "<")
-                                or (_name(nodes[end]) or "if") not in _NOT_TYPES):
-        names += _name(nodes[end]) is not None
+    while end < len(nodes) and (is_op(nodes[end], "::", "*", "&", "&&") or group_of(nodes[end], "<")
+                                or (name_of(nodes[end]) or "if") not in _NOT_TYPES):
+        names += name_of(nodes[end]) is not None
         end += 1
-    if names < 2 or _name(nodes[end - 1]) is None:  # a type and a name at least: `float v`, `auto* p`
+    if names < 2 or name_of(nodes[end - 1]) is None:  # a type and a name at least: `float v`, `auto* p`
         return None
     first = end - 1
-    while first > start and _op(nodes[first - 1], "*", "&", "&&"):
+    while first > start and is_op(nodes[first - 1], "*", "&", "&&"):
         first -= 1
     specifiers = nodes[start:first]
-    return (any(_op(n, "*") for n in specifiers), any(_name(n) == "auto" for n in specifiers),
+    return (any(is_op(n, "*") for n in specifiers), any(name_of(n) == "auto" for n in specifiers),
             split_at(nodes[first:], ","))
 
 
 def accessor_call(nodes: Sequence[Node], i: int, views: frozenset[str]) -> tuple[str, str | None] | None:
     """(view, member) when the call ``nodes[i]`` is ``view.member(...)`` or ``view(...)`` (member None)."""
     at = i - 1
-    if at >= 0 and _group(nodes[at], "<"):
+    if at >= 0 and group_of(nodes[at], "<"):
         at -= 1  # x.template vec<16>(r, i)
-    member = _name(nodes[at]) if at >= 0 else None
-    if member in views and (at == 0 or not _op(nodes[at - 1], ".", "->", "::")) and at == i - 1:
+    member = name_of(nodes[at]) if at >= 0 else None
+    if member in views and (at == 0 or not is_op(nodes[at - 1], ".", "->", "::")) and at == i - 1:
         return member, None
     at -= 1
-    if at >= 0 and _name(nodes[at]) == "template":
+    if at >= 0 and name_of(nodes[at]) == "template":
         at -= 1
-    if member is None or at < 1 or not _op(nodes[at], "."):
+    if member is None or at < 1 or not is_op(nodes[at], "."):
         return None
-    view = _name(nodes[at - 1])
-    if view not in views or (at >= 2 and _op(nodes[at - 2], ".", "->", "::")):
+    view = name_of(nodes[at - 1])
+    if view not in views or (at >= 2 and is_op(nodes[at - 2], ".", "->", "::")):
         return None
     return view, member
-
-
-def _literal(text: str, nodes: Sequence[Node], constant: Constant, role: str, place: str, base: Base,
-             row: str | None, others: _Terms) -> IndexLiteral:
-    return IndexLiteral(constant.value, role, place, base, row, others, source(text, list(nodes)) if constant.named else "")
-
-
-def _index(text: str, nodes: Sequence[Node], base: Base, place: str, values: Constants,
-           outer: _Terms = ()) -> list[IndexLiteral]:
-    """The constants of the index ``nodes`` of the line ``text``; ``outer``: the terms around it, when it is in
-    parentheses."""
-    found: list[IndexLiteral] = []
-    for alternative in split_at(nodes, ("?", ":")):
-        terms = _terms(alternative)
-        constant = values.of(terms[0][1]) if len(terms) == 1 else None
-        if constant is not None:  # the whole index: a row or column argument is no arithmetic
-            if place == SUBSCRIPT and not outer:
-                found.append(_literal(text, terms[0][1], constant, ALONE, place, base, None, ()))
-        else:
-            found.extend(_index_terms(text, terms, base, place, values, outer))
-    return found
-
-
-def _index_terms(text: str, terms: list[tuple[str, list[Node]]], base: Base, place: str, values: Constants,
-                 outer: _Terms = ()) -> list[IndexLiteral]:
-    """The constants of the additive ``terms`` of an index: each term a constant, or constant factors of it."""
-    found: list[IndexLiteral] = []
-    described = [(sign, source(text, term), values.value(term)) for sign, term in terms]
-    for k, (_, term) in enumerate(terms):
-        others = tuple(d for j, d in enumerate(described) if j != k) + outer
-        constant = values.of(term)
-        if constant is not None:
-            found.append(_literal(text, term, constant, TERM, place, base, None, others))
-            continue
-        factors = _binary_split(term, ("*", "/", "%"))
-        plain = all(op in ("", "*") for op, _ in factors)
-        for m, (op, factor) in enumerate(factors):
-            constant = values.of(factor)
-            multiplies = op == "*" or (op == "" and len(factors) > 1 and factors[1][0] == "*")
-            if constant is not None and multiplies:
-                row = " * ".join(source(text, f) for n, (_, f) in enumerate(factors) if n != m)
-                found.append(_literal(text, factor, constant, FACTOR, place, base, row if plain else None, others))
-            elif len(factor) == 1 and (inner := _group(factor[0], "(")) is not None:
-                # (row * 56 + f) is the index itself, with the terms around it; (r) * 56 is one factor
-                found.extend(_index(text, inner.items, base, place, values, others if len(factors) == 1 else ()))
-    return found
 
 
 class _Reader:
@@ -211,11 +147,24 @@ class _Reader:
         self._text = ""
         self._values = Constants()
         self._found: list[IndexLiteral] = []
+        # each loop counter: (the line of its loop, its start, its bound)
+        self._counters_of: dict[str, tuple[str, tuple[Node, ...], tuple[Node, ...]]] = {}
+
+    def declare_none(self, names: Iterable[str]) -> None:
+        """``names`` (a function's parameters) point into no view from here on."""
+        for name in names:
+            self._locals[name] = None
+
+    def scope(self) -> dict[str, Base | None]:
+        return dict(self._locals)
+
+    def restore(self, scope: dict[str, Base | None]) -> None:
+        self._locals = scope
 
     def line(self, code: str, values: Constants) -> list[IndexLiteral]:
         self._text, self._values, self._found = code, values, []
         nodes = list(tree(code))
-        if _op(nodes[0] if nodes else None, "#") and _name(nodes[1] if len(nodes) > 1 else None) == "define":
+        if is_op(nodes[0] if nodes else None, "#") and name_of(nodes[1] if len(nodes) > 1 else None) == "define":
             body = nodes[3:]  # `#define NAME(params) body`: the body is code, the parameters are not
             if body and isinstance(body[0], Group) and len(nodes) > 2 and body[0].start == nodes[2].end:
                 body = body[1:]
@@ -232,19 +181,22 @@ class _Reader:
                 self._statement(statement)
 
     def _statement(self, nodes: list[Node]) -> None:
-        parts = _binary_split(nodes, tuple(_SEPARATORS))
+        parts = binary_split(nodes, tuple(_SEPARATORS))
+        if len(parts) >= 2 and parts[1][0] == "=" and len(parts[0][1]) == 1 and (name := name_of(parts[0][1][0])) \
+                and name in self._locals and (base := self._pointer(parts[1][1])) is not None:
+            self._locals[name] = base  # `p = x.raw_pointer();`: a pointer declared before it points
         for n, (op, part) in enumerate(parts):
             if op in ("+=", "-=") and (base := self._pointer(parts[n - 1][1])) is not None:
-                self._found.extend(_index(self._text, part, base, POINTER, self._values))  # p += r * 56
+                self._found.extend(index_constants(self._text, part, base, POINTER, self._values))  # p += r * 56
             self._expression(part)
 
     def _expression(self, nodes: list[Node]) -> None:
-        terms = _terms(nodes)
+        terms = additive_terms(nodes)
         for k, (_, term) in enumerate(terms):
             base = self._pointer_term(term)
             if base is not None and len(terms) > 1:  # x.row(0) + row * 40: the other terms index the view
                 offset = [t for j, t in enumerate(terms) if j != k]
-                self._found.extend(_index_terms(self._text, offset, base, POINTER, self._values))
+                self._found.extend(term_constants(self._text, offset, base, POINTER, self._values))
                 break
         self._walk(nodes)
 
@@ -256,10 +208,42 @@ class _Reader:
             if node.open == "[":
                 base = self._subscripted(nodes, i)
                 if base is not None:
-                    self._found.extend(_index(self._text, node.items, base, SUBSCRIPT, self._values))
+                    self._found.extend(index_constants(self._text, node.items, base, SUBSCRIPT, self._values))
+                    self._counters(node.items, base)
             elif node.open == "(":
                 self._arguments(nodes, i)
-            self._sequence(node.items, statements=node.open == "{" or _name(nodes[i - 1] if i else None) == "for")
+            loop = name_of(nodes[i - 1] if i else None) == "for"
+            if loop:
+                self._loop(node)
+            self._sequence(node.items, statements=node.open == "{" or loop)
+
+    def _loop(self, header: Group) -> None:
+        """Remember a loop's counter and the expressions it runs between: `for (T i = start; i < end; ...)`."""
+        parts = split_at(header.items, (";",))
+        if len(parts) != 3:
+            return
+        start = split_at(parts[0], ("=",))
+        bound = binary_split(parts[1], ("<", "<="))
+        name = name_of(start[0][-1]) if len(start) == 2 and start[0] else None
+        if name is None or len(bound) != 2 or [name_of(n) for n in bound[0][1]] != [name]:
+            return
+        self._counters_of[name] = (self._text, tuple(start[1]), tuple(bound[1][1]))
+
+    def _counters(self, index: Sequence[Node], base: Base) -> None:
+        """A subscript whose index adds a loop's counter (`p[i]`, `p[i + 4]`) takes every value the loop runs
+        between: its start and bound are read as indices into the same memory (a flattened loop,
+        `for (i = row * 96; ...) p[i]`), at the loop's line."""
+        for sign, term in additive_terms(index):
+            name = name_of(term[0]) if len(term) == 1 else None
+            loop = self._counters_of.get(name or "")
+            if sign == "-" or loop is None:
+                continue
+            text, start, end = loop
+            for expression in (start, end):  # a bound alone is a count: only its steps and terms are read
+                if self._values.evaluate(expression) is not None:
+                    continue  # a constant bound (`96`, `2 * 48`): a count of elements, not a step
+                self._found.extend(f for f in index_constants(text, expression, base, SUBSCRIPT, self._values)
+                                   if f.role != ALONE)
 
     def _declaration(self, nodes: list[Node]) -> bool:
         """Declare the names of a declaration statement (``const float* p = ...``, ``float a[F], b;``)."""
@@ -274,17 +258,17 @@ class _Reader:
     def _declare(self, declarator: list[Node], pointer: bool, deduced: bool) -> None:
         """Remember one declared name: an array, a pointer into a view, or anything else."""
         at = 0
-        while at < len(declarator) and _op(declarator[at], "*", "&", "&&"):
-            pointer = pointer or _op(declarator[at], "*")
+        while at < len(declarator) and is_op(declarator[at], "*", "&", "&&"):
+            pointer = pointer or is_op(declarator[at], "*")
             at += 1
-        name = _name(declarator[at]) if at < len(declarator) else None
+        name = name_of(declarator[at]) if at < len(declarator) else None
         if name is None:
             return
         rest = declarator[at + 1 :]
-        if rest and _group(rest[0], "["):  # an array: the body's own memory; its size is no index
+        if rest and group_of(rest[0], "["):  # an array: the body's own memory; its size is no index
             self._locals[name] = None
             return
-        if rest and _op(rest[0], "="):
+        if rest and is_op(rest[0], "="):
             init = rest[1:]
         elif rest and isinstance(rest[0], Group) and rest[0].open in "({":
             init = list(rest[0].items)
@@ -293,7 +277,7 @@ class _Reader:
         self._statement(init)
         base = self._pointer(init) if (pointer or deduced) and init else None
         if pointer and init and base is None:  # a pointer computed from a view some other way
-            view = next((t for n in init if (t := _name(n)) in self._views), None)
+            view = next((t for n in init if (t := name_of(n)) in self._views), None)
             base = Base(view, row=True, origin=False) if view else None
         self._locals[name] = base
 
@@ -301,7 +285,7 @@ class _Reader:
 
     def _pointer(self, nodes: Sequence[Node]) -> Base | None:
         """What the expression ``nodes`` points into, when it is a place inside a view."""
-        terms = _terms(nodes)
+        terms = additive_terms(nodes)
         if len(terms) == 1:
             return self._pointer_term(terms[0][1])
         for _, term in terms:
@@ -311,40 +295,43 @@ class _Reader:
         return None
 
     def _pointer_term(self, term: Sequence[Node]) -> Base | None:
-        if len(term) == 3 and _name(term[0]) in _CASTS and _group(term[1], "<") and (call := _group(term[2], "(")):
-            return self._pointer(call.items)
-        if len(term) == 1 and (inner := _group(term[0], "(")) is not None:
+        if len(term) == 3 and name_of(term[0]) in _CASTS and (cast := group_of(term[1], "<")) and (call := group_of(term[2], "(")):
+            base = self._pointer(call.items)
+            unit = next((UNIT_BYTES[t] for n in cast.items if (t := name_of(n) or "") in UNIT_BYTES), None)
+            return base if base is None or unit is None else replace(base, unit_bytes=unit)
+        if len(term) == 1 and (inner := group_of(term[0], "(")) is not None:
             return self._pointer(inner.items)
-        if len(term) == 1 and (name := _name(term[0])) is not None:
+        if len(term) == 1 and (name := name_of(term[0])) is not None:
             return self._locals.get(name)
-        if len(term) > 1 and _op(term[0], "&"):  # &x.at(0, 0), &x(b, k, c), &p[4]
-            name = _name(term[1])
+        if len(term) > 1 and is_op(term[0], "&"):  # &x.at(0, 0), &x(b, k, c), &p[4]
+            name = name_of(term[1])
             if name in self._views:
-                call = next((g for n in term[2:] if (g := _group(n, "(")) is not None), None)
-                return Base(name, row=True, origin=call is not None and _zero_arguments(call) and len(term) <= 5)
+                call = next((g for n in term[2:] if (g := group_of(n, "(")) is not None), None)
+                return Base(name, row=True, origin=call is not None and _zero_arguments(call) and len(term) <= 5,
+                            raw=True)
             local = self._locals.get(name or "")
             return replace(local, origin=False) if local is not None else None
-        if len(term) == 4 and _name(term[0]) in self._views and _op(term[1], ".") and (call := _group(term[3], "(")):
-            member = _name(term[2])
+        if len(term) == 4 and name_of(term[0]) in self._views and is_op(term[1], ".") and (call := group_of(term[3], "(")):
+            member = name_of(term[2])
             if member == "row":
-                return Base(_name(term[0]), row=True, origin=_zero_arguments(call))
+                return Base(name_of(term[0]), row=True, origin=_zero_arguments(call))
             if member not in _VALUE_MEMBERS:  # an accessor that hands out a pointer
-                return Base(_name(term[0]), row=False, origin=True)
+                return Base(name_of(term[0]), row=False, origin=True, raw=True)
         return None
 
     def _subscripted(self, nodes: Sequence[Node], i: int) -> Base | None:
         """What the subscript ``nodes[i]`` indexes, when that may be a view's memory."""
         before = nodes[i - 1] if i else None
-        name = _name(before)
+        name = name_of(before)
         if name is not None:
-            if i >= 2 and _op(nodes[i - 2], ".", "->", "::"):
+            if i >= 2 and is_op(nodes[i - 2], ".", "->", "::"):
                 return UNTRACED  # a member of something: s.data[...]
             if name in self._locals:
                 return self._locals[name]
             if name in self._views:
                 return Base(name, row=False, origin=True)
             return None if name in _NOT_TYPES else UNTRACED
-        call = _group(before, "(")
+        call = group_of(before, "(")
         if call is None:
             return None  # `a[i][j]`, a lambda's captures, an attribute
         accessor = accessor_call(nodes, i - 1, self._views)
@@ -352,10 +339,10 @@ class _Reader:
             view, member = accessor
             if member == "row":
                 return Base(view, row=True, origin=_zero_arguments(call))
-            return None if member in _VALUE_MEMBERS or member is None else Base(view, row=False, origin=True)
-        if i >= 3 and _group(nodes[i - 2], "<") and _name(nodes[i - 3]) in _CASTS:
+            return None if member in _VALUE_MEMBERS or member is None else Base(view, row=False, origin=True, raw=True)
+        if i >= 3 and group_of(nodes[i - 2], "<") and name_of(nodes[i - 3]) in _CASTS:
             return self._pointer_term(nodes[i - 3 : i])  # reinterpret_cast<const float*>(...)[...]
-        if i >= 2 and (_name(nodes[i - 2]) or _group(nodes[i - 2], "<")):
+        if i >= 2 and (name_of(nodes[i - 2]) or group_of(nodes[i - 2], "<")):
             return UNTRACED  # what a function returned
         return self._pointer(call.items)  # (&x.at(0, 0))[...]
 
@@ -375,5 +362,13 @@ class _Reader:
             places = [ROW_ARGUMENT] * (len(args) - 1) + [COLUMN_ARGUMENT]
         else:
             return
-        for arg, place in zip(args, places):
-            self._found.extend(_index(self._text, arg, Base(view, row=True, origin=False), place, self._values))
+        unit = None
+        if member == "vec" and i >= 1 and (size := group_of(nodes[i - 1], "<")) is not None:
+            unit = self._values.value(size.items)  # x.vec<16>(r, i): i counts 16-byte vectors
+        for n, (arg, place) in enumerate(zip(args, places)):
+            base = Base(view, row=True, origin=False, unit_bytes=unit if place == COLUMN_ARGUMENT else None)
+            found = index_constants(self._text, arg, base, place, self._values)
+            if place == COLUMN_ARGUMENT and arg:  # the call up to its column: the hint keeps the rest
+                start = next(t.start for t in reversed(nodes[:i]) if isinstance(t, Token) and t.text == view)
+                found = [replace(f, call=self._text[start : arg[0].start]) for f in found]
+            self._found.extend(found)

@@ -11,18 +11,25 @@ is negative or at or past its width (:mod:`.columns`) is LG405. All are looked
 for twice: in the template's own text (:func:`lint_template`) and in the body as
 rendered into the generated kernel (:func:`lint_rendered`), which also sees what
 ``{{ }}`` expressions produced; either way at the template's line, each cause
-once per line. A block-wide barrier in a grid that returns threads before the body is LG406; one inside
-the loop over the tiles of a grid whose warps work alone (:mod:`.tile_loops`) is LG407.
+once per line. Both read the body as :mod:`.flow` rewrites it: names defined once, macros, ``Type::width``
+and helpers' arguments made visible in the indices that use them. A loop whose counter indexes a field's
+columns past its width (:mod:`.loops`) is LG409; a row step of one view spelled as another view's row
+stride or width is LG410. A block-wide barrier in a grid that returns threads before the body is LG406
+(LG408, an error, in Grid.warps); one inside the loop over the tiles of a grid whose warps work alone
+(:mod:`.tile_loops`) is LG407; one that only some threads of the block reach (:mod:`.barriers`) is LG411.
 """
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable, Sequence
+from dataclasses import replace
 from pathlib import Path
 
-from ..declare.grids import RETURNS_BEFORE_BODY
+from ..declare.grids import GRID_NAMES, RETURNS_BEFORE_BODY
 from ..declare.kernels import Binding, Param
+from ..declare.source_kernels import SourceKernel
 from ..declare.unify import unify
 from ..schema.diagnostics import Diagnostic, Site
 from ..schema.dims import shape_text
@@ -32,8 +39,12 @@ from ..schema.words import plural, with_article
 from .columns import AT, CALL, ROW, VEC, ConstantIndex, constant_indices
 from .constants import line_constants, view_members
 from .cxx import scan
+from .flow import Reading, read_body
 from .tile_loops import lines_in_tile_loops
-from .indexing import ALONE, FACTOR, POINTER, ROW_ARGUMENT, SUBSCRIPT, TERM, IndexLiteral, index_literals
+from .barriers import divergent_barrier, divergent_barriers, early_barrier
+from .loops import LoopColumn, loop_columns, loop_past_width
+from .indexing import (ALONE, COLUMN_ARGUMENT, FACTOR, POINTER, ROW_ARGUMENT, SUBSCRIPT, TERM, IndexLiteral,
+                       index_literals)
 
 # Preprocessor lines whose numbers are not index math: `#pragma unroll 4`.
 _DIRECTIVE = re.compile(r"\s*#\s*(pragma|include|line|error|warning)\b")
@@ -41,19 +52,28 @@ _DIRECTIVE = re.compile(r"\s*#\s*(pragma|include|line|error|warning)\b")
 _RESERVED = re.compile(r"(?<![\w])lg_\w+")
 # A block-wide barrier: LG406 where the grid returns threads before the body (RETURNS_BEFORE_BODY).
 _BARRIER = re.compile(r"(?<![\w.:>])__syncthreads\s*\(")
+# The names by which a thread knows itself in each grid (beside `threadIdx`): a condition on them divides a block.
+_THREAD_NAMES = {kind: frozenset({"threadIdx", *(n for n in names if n in ("row", "element", "vector", "lane", "warp"))})
+                 for kind, names in GRID_NAMES.items()}
 # `#line 3 "examples/vsn/k.cu.j2"` in a generated kernel.
 _LINE = re.compile(r'\s*#\s*line\s+(\d+)\s+"([^"]*)"')
 
 
-def _meanings(view: View, value: int, role: str, place: str, within_row: bool, named: bool = False) -> list[str]:
+def _meanings(view: View, value: int, role: str, place: str, within_row: bool, named: bool = False,
+              counts_down: bool = False) -> list[str]:
     """What ``value`` would wrongly stand for in an index into ``view``: "row stride", "width", "offset".
 
     A ``named`` constant (``F``, ``x.width``) is the body saying what it means: it is a stride only where it
-    multiplies an index into the memory off a row or pointer (``x.row(0)[row * F + f]``), or steps there by
-    the row stride; ``x.at(r, F - 1)`` and ``x.at(b * K + k, f)`` are what names are for."""
+    multiplies an index (``x.row(0)[row * F + f]``, ``x.at(0, row * F + c)``), or steps off a row or pointer
+    by the row stride; ``x.at(r, F - 1)`` and ``x.at(b * K + k, f)`` are what names are for. In a column of
+    one row, what ``counts_down`` (a subtracted term; a term with one subtracted beside it: ``F - 1 - d``)
+    is a bound, not a step past the field."""
+    column = place == COLUMN_ARGUMENT or within_row
     if value <= 1 or (role == TERM and place == ROW_ARGUMENT) or (role == ALONE and within_row):
         return []  # 0 and 1 mean nothing; a row plus a number, or a column of a row, is no stride
-    if named and (place not in (SUBSCRIPT, POINTER) or role == ALONE):
+    if column and counts_down:
+        return []
+    if named and (role == ALONE or place == ROW_ARGUMENT or (place == COLUMN_ARGUMENT and role != FACTOR)):
         return []
     if named and role == TERM:
         return ["row stride"] if value == view.row_stride else []
@@ -77,6 +97,10 @@ def _accessor(param: Param, literal: IndexLiteral, view: View) -> str:
     """The accessor to write instead: with the body's own row and column where they can be read off."""
     if not view.column_unit.is_static:  # columns count D elements: one index per axis says what is meant
         return f"{param.name}({', '.join(str(d).lower() for d in param.shape)})"
+    if literal.call is not None and literal.role == TERM:  # an accessor's column: the same call, less the term
+        return f"{literal.call}{_column(literal, view) or '0'})"
+    if literal.call is not None and literal.row:  # `x.at(0, row * 56 + c)`: the row as the row
+        return f"{param.name}.at({literal.row}, {_column(literal, view) or '0'})"
     if literal.role == FACTOR and literal.row and literal.base.origin and literal.place in (SUBSCRIPT, POINTER):
         column = _column(literal, view)
         if literal.place == POINTER and not column:
@@ -85,22 +109,33 @@ def _accessor(param: Param, literal: IndexLiteral, view: View) -> str:
     return f"{param.name}.at(r, c)"
 
 
-def _literal_stride(binding: Binding, template: Path, line: int, literal: IndexLiteral) -> Diagnostic | None:
+def _literal_stride(binding: Binding, template: Path, line: int, literal: IndexLiteral,
+                    helper_line: int = 0) -> Diagnostic | None:
     """LG401 for one literal of an index, or None when it stands for nothing of the view it indexes."""
     if literal.base.view is None:  # a pointer the lint cannot trace: any view, but only as a row multiplier
         candidates = binding.pairs if literal.role == FACTOR else []
     else:
         candidates = [(p, v) for p, v in binding.pairs if p.name == literal.base.view]
+    if literal.base.raw and literal.role == FACTOR and literal.spelled == f"{literal.base.view}.row_stride":
+        return None  # a raw pointer stepped by its own view's row stride: the layout's own distance
+    foreign = _foreign_step(binding, template, line, literal)  # another view's fact: say whose it is
+    if foreign is not None:
+        return foreign
     within_row = literal.base.row or literal.place != SUBSCRIPT
+    counts_down = literal.negative or (literal.role == TERM and any(sign == "-" for sign, _, _ in literal.others))
     said: list[str] = []
     hints: list[str] = []
     for param, view in candidates:
-        if literal.spelled and param.contiguous:
+        if literal.named and param.contiguous:
             continue  # rows declared packed: `r * x.width` is the stride, and follows the layout
-        names = _meanings(view, literal.value, literal.role, literal.place, within_row, bool(literal.spelled))
+        value, unit = literal.value, "" if view.column_unit.is_static else f" in columns of `{view.column_unit}` elements"
+        if literal.unit_bytes is not None and literal.unit_bytes != view.dtype.size:  # steps of a vector
+            if (value * literal.unit_bytes) % view.dtype.size:
+                continue
+            value, unit = value * literal.unit_bytes // view.dtype.size, f" in {literal.unit_bytes}-byte steps"
+        names = _meanings(view, value, literal.role, literal.place, within_row, literal.named, counts_down)
         if not names:
             continue
-        unit = "" if view.column_unit.is_static else f" in columns of `{view.column_unit}` elements"
         said.append(f"the {' and the '.join(names)} of `{param.name}` ({view.name}){unit}")
         accessor = _accessor(param, literal, view)
         if names == ["offset"]:
@@ -112,10 +147,36 @@ def _literal_stride(binding: Binding, template: Path, line: int, literal: IndexL
     if not said:
         return None
     what = f"`{literal.spelled}` ({literal.value})" if literal.spelled else f"literal {literal.value}"
+    via = f", in helper `{literal.via[0]}` (line {helper_line}) as this line calls it" if literal.via else ""
     return Diagnostic(
         "LG401",
-        f"{what} in index arithmetic of kernel `{binding.name}` equals " + "; and ".join(said),
+        f"{what} in index arithmetic of kernel `{binding.name}` equals " + "; and ".join(said) + via,
         Site(str(template), line), hint="; ".join(hints),
+    )
+
+
+_FACT = re.compile(r"([A-Za-z_]\w*)\s*\.\s*(row_stride|width)")
+
+
+def _foreign_step(binding: Binding, template: Path, line: int, literal: IndexLiteral) -> Diagnostic | None:
+    """LG410 for a row step of one view spelled as another view's row stride or width (`x.raw_pointer()[row *
+    y.row_stride + c]`): the rows of `x` are its own row stride apart, whatever `y`'s are."""
+    m = _FACT.fullmatch(literal.spelled)
+    if m is None or literal.role != FACTOR or literal.place == ROW_ARGUMENT or literal.base.view is None:
+        return None
+    other, mine = m.group(1), literal.base.view
+    views = dict(binding.views)
+    if other == mine or other not in views or mine not in views:
+        return None
+    view = views[mine]
+    if not view.column_unit.is_static or literal.value == view.row_stride:
+        return None
+    fact = "row stride" if m.group(2) == "row_stride" else "width"
+    return Diagnostic(
+        "LG410", f"`{literal.spelled}` ({literal.value}) in index arithmetic of kernel `{binding.name}` steps the rows "
+        f"of `{mine}` ({view.name}), which are {view.row_stride} elements apart: it is the {fact} of `{other}` "
+        f"({views[other].name})", Site(str(template), line),
+        hint=f"index `{mine}` through its own accessors (`{mine}.at(r, c)`, `{mine}.row(r)[c]`)",
     )
 
 
@@ -202,29 +263,43 @@ def _check_lines(binding: Binding, template: Path, lines: Sequence[tuple[int, st
     out: dict[tuple[int, str], Diagnostic] = {}  # one diagnostic per cause and line
     codes = ["" if _DIRECTIVE.match(code) else code for _, code in lines]
     names = [name for name, _ in binding.views]
-    known = line_constants(codes, unify(binding).static, view_members(
-        (p.name, v.width, v.row_stride, v.offset) for p, v in binding.pairs))
-    literals = index_literals(codes, names, known, own=[a.name for a in binding.kernel.shared])
-    constants = constant_indices(codes, names, known)
-    alone = binding.kernel.grid.per == "persistent_warp"  # warps that loop over tiles of their own
+    kernel = binding.kernel
+    reading = read_body(tuple(codes), tuple(names), _symbols(binding),
+                        (kernel.entry, tuple(p.name for p in kernel.signature)) if isinstance(kernel, SourceKernel)
+                        else None)
+    # Only the values of the names the body uses can change what it reads: the key of the reading's analysis.
+    used = reading.names
+    static = tuple(sorted((k, v) for k, v in unify(binding).static.items() if k in used))
+    members = tuple(sorted((k, v) for k, v in view_members(
+        (p.name, v.width, v.row_stride, v.offset) for p, v in binding.pairs).items() if k[0] in used and k[1] in used))
+    literals, constants, loops = _analysis(reading, tuple(names), tuple(a.name for a in kernel.shared), static,
+                                           members)
+    early = RETURNS_BEFORE_BODY.get(kernel.grid.per)  # LG406/LG408 say it of every barrier there
+    divergent = {} if early else {d.line: d for d in divergent_barriers(tuple(codes), _THREAD_NAMES[kernel.grid.per])}
+    alone = kernel.grid.per == "persistent_warp"  # warps that loop over tiles of their own
     in_loop = lines_in_tile_loops(codes) if alone else frozenset()
-    for n, ((number, code), found, indices) in enumerate(zip(lines, literals, constants)):
+    for n, ((number, code), found, indices, counters) in enumerate(zip(lines, literals, constants, loops)):
+        for counter in counters:
+            diag = loop_past_width(binding, template, number, counter)
+            if diag is not None:
+                out.setdefault((number, diag.message), diag)
         for index in indices:
             diag = _column_range(binding, template, number, index)
             if diag is not None:
                 out.setdefault((number, diag.message), diag)
         for literal in found:
-            diag = _literal_stride(binding, template, number, literal)
+            helper = lines[literal.via[1]][0] if literal.via and literal.via[1] < len(lines) else 0
+            diag = _literal_stride(binding, template, number, literal, helper)
+            if diag is not None and literal.via:  # what the helper's own text shows is reported there, once
+                own = _literal_stride(binding, template, helper, replace(literal, via=None))
+                if own is not None and any(d.message == own.message for (at, _), d in out.items() if at == helper):
+                    continue
             if diag is not None:
                 out.setdefault((number, diag.message), diag)
-        if _BARRIER.search(code) and (early := RETURNS_BEFORE_BODY.get(binding.kernel.grid.per)):
-            diag = Diagnostic(
-                "LG406", f"`__syncthreads()` in kernel `{binding.name}`, whose {early} before the body: the barrier "
-                "is not reached by every thread of the block", Site(str(template), number),
-                hint="use Grid.tiles or Grid.persistent, where every thread runs the whole body; within a warp "
-                "of Grid.warps, __syncwarp()",
-            )
-            out.setdefault((number, diag.message), diag)
+        if _BARRIER.search(code) and early:
+            out.setdefault((number, "barrier"), early_barrier(binding, template, number, early))
+        if n in divergent:
+            out.setdefault((number, "barrier"), divergent_barrier(binding, template, number, divergent[n]))
         if n in in_loop and _BARRIER.search(code):
             diag = Diagnostic(
                 "LG407", f"`__syncthreads()` in the loop over the tiles of kernel `{binding.name}`, whose warps work "
@@ -242,6 +317,25 @@ def _check_lines(binding: Binding, template: Path, lines: Sequence[tuple[int, st
             )
             out.setdefault((number, diag.message), diag)
     return list(out.values())
+
+
+@functools.lru_cache(maxsize=1024)  # bindings of a template whose values of its names agree read it alike
+def _analysis(reading: Reading, names: tuple[str, ...], own: tuple[str, ...], static: tuple[tuple[str, int], ...],
+              members: tuple[tuple[tuple[str, str], int], ...]) -> tuple[list[list[IndexLiteral]],
+                                                                         list[list[ConstantIndex]],
+                                                                         list[list[LoopColumn]]]:
+    """The index constants (LG401), constant columns (LG405) and loop counters as columns (LG409) of each line
+    of ``reading``: the callers must not change the lists."""
+    known = line_constants(reading.lines, dict(static), dict(members), reading.definitions)
+    return (index_literals(reading.lines, names, known, own=own, reading=reading),
+            constant_indices(reading.lines, names, known), loop_columns(reading.lines, names, known))
+
+
+def _symbols(binding: Binding) -> tuple[str, ...]:
+    """The names a body may use as constants: the kernel's shape symbols and its views' layouts' symbols."""
+    names = {str(d) for p in binding.kernel.params for d in p.shape}
+    names.update(str(s) for _, v in binding.views for s in v.layout.symbols)
+    return tuple(sorted(n for n in names if n.isidentifier()))
 
 
 def lint_template(binding: Binding, template: Path) -> list[Diagnostic]:
@@ -262,15 +356,22 @@ def lint_rendered(binding: Binding, template: Path, name: str, kernel: str) -> l
     template's own text shows is found by both: keep one of each with :func:`each_once`.
     """
     lines: list[tuple[int, str]] = []
-    current: int | None = None  # the template line of the next line, inside the body
-    for raw, code in zip(kernel.split("\n"), scan(kernel, jinja=False).code):
-        directive = _LINE.match(raw)  # the raw line: the file name is a string, blanked in `code`
+    # The runs of lines after each `#line N "name"`, each scanned alone: a run starts at file scope or at a
+    # statement of the kernel, never inside a comment or a literal, and the same run recurs in every binding
+    # of the template (scan() is cached on its text), where the file around it does not.
+    runs: list[tuple[int, list[str]]] = []
+    current: list[str] | None = None
+    for raw in kernel.split("\n"):
+        directive = _LINE.match(raw) if "#" in raw else None  # a string in `#line` is the file's name
         if directive:
-            current = int(directive.group(1)) if directive.group(2) == name else None
-            continue
-        if current is not None:
-            lines.append((current, code))
-            current += 1
+            current = None
+            if directive.group(2) == name:
+                current = []
+                runs.append((int(directive.group(1)), current))
+        elif current is not None:
+            current.append(raw)
+    for first, run in runs:
+        lines.extend(enumerate(scan("\n".join(run), jinja=False).code, start=first))
     return _check_lines(binding, template, lines)
 
 

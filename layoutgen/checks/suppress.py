@@ -25,7 +25,9 @@ from .cxx import scan
 LINT_ERRORS = frozenset({"LG401", "LG403"})
 
 _DIRECTIVE = re.compile(r"\s*layoutgen:")
-_SUPPRESSION = re.compile(r"\s*layoutgen:\s*ignore(?:\[([^\]]*)\])?(?:\s.*)?")
+# `ignore[CODES]` then any text (`: why`, ` why`), or a bare `ignore` then any text that does not make it a
+# longer word (`ignored`) or open a list (`ignore [LG401`, unclosed): that would suppress every code unasked.
+_SUPPRESSION = re.compile(r"\s*layoutgen:\s*ignore(?:\s*\[([^\]]*)\].*|(?!\s*\[)(?!\w).*)")
 _CODE = re.compile(r"LG\d{3}")
 _HINT = "write `// layoutgen: ignore[LG401]` (codes separated by commas) or `// layoutgen: ignore` (every code)"
 

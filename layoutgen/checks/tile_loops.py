@@ -25,13 +25,13 @@ def lines_in_tile_loops(codes: Sequence[str]) -> frozenset[int]:
         starts.append(starts[-1] + len(line) + 1)
     inside: set[int] = set()
     for loop in _TILE_LOOP.finditer(text):
-        end = _statement_end(text, loop.end())
+        end = statement_end(text, loop.end())
         first, last = bisect_right(starts, loop.start()) - 1, bisect_right(starts, end) - 1  # their lines
         inside.update(range(first, last + 1))
     return frozenset(inside)
 
 
-def _statement_end(text: str, at: int) -> int:
+def statement_end(text: str, at: int) -> int:
     """Where the statement that starts at ``at`` (a loop's body) ends: the brace that closes its block, or its
     ``;`` outside parentheses and braces (a nested ``for (...; ...; ...)`` header is not its end)."""
     paren = brace = 0
