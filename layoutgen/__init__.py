@@ -5,6 +5,7 @@ The public API is re-exported here; see ``docs/api.md``.
 
 from .declare.autograd import Autograd
 from .declare.copies import field_copies
+from .declare.existing_kernels import ExistingKernel, Offset, Pitch, Rows, RowStride
 from .declare.grids import ceil_div
 from .declare.kernels import Binding, Grid, In, InOut, Kernel, KernelError, Out, Param, Scalar
 from .declare.program import Buffer, BufferView, Launch, Program, ProgramError, Value
@@ -55,4 +56,5 @@ __all__ = [
     "Shared", "Tile", "ceil_div",
     "Autograd",
     "SourceKernel",
+    "ExistingKernel", "Offset", "Pitch", "RowStride", "Rows",
 ]

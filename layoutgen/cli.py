@@ -115,6 +115,16 @@ def _parser() -> argparse.ArgumentParser:
                             "[tool.layoutgen] table of pyproject.toml and a pytest test into FOLDER (default: the "
                             "working directory), then generate its files. Writes over no file.")
     init.add_argument("folder", nargs="?", default=".", metavar="FOLDER")
+    imp = verbs.add_parser("import", help="write a starting spec declaring existing CUDA kernels",
+                           description="Read the `__global__` kernels of each FILE.cu (a folder: its .cu and .cuh "
+                           "files) and write a spec module declaring each as an ExistingKernel, one entry per "
+                           "parameter in order, with TODOs for the shapes, layouts and bindings to fill in "
+                           "(docs/existing-kernels.md). Reads comments, macros, templates, default arguments, "
+                           "__launch_bounds__ and extern \"C\"; writes to stdout, or to -o FILE (never over "
+                           "an existing file).")
+    imp.add_argument("paths", nargs="+", metavar="FILE.cu|FOLDER")
+    imp.add_argument("-o", "--output", metavar="FILE", default=None,
+                     help="write the spec module here (its paths are relative to its folder) instead of stdout")
     return parser
 
 
@@ -317,6 +327,22 @@ def cmd_init(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_import_kernels(args: argparse.Namespace) -> int:
+    from .project.import_kernels import read_all, spec_text
+
+    found = read_all([Path(p) for p in args.paths])  # LG541 as a LayoutgenError: main prints it
+    if args.output is None:
+        sys.stdout.write(spec_text(found, Path.cwd()))
+        return EXIT_OK
+    out = Path(args.output)
+    if out.exists():
+        print(f"layoutgen: error: `-o` must name a new file, got the existing {out}", file=sys.stderr)
+        return EXIT_FAILED
+    out.write_text(spec_text(found, out.resolve().parent), encoding="utf-8")
+    print(f"wrote {out} ({len(found)} kernel{'s' if len(found) != 1 else ''})")
+    return EXIT_OK
+
+
 def _closed_pipe() -> int:
     """The reader of stdout went away (`| head -1`): stop without a traceback. Python flushes stdout once
     more at exit and would report the broken pipe then, so stdout is pointed at /dev/null first."""
@@ -337,7 +363,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     chosen = _COLOR.set(getattr(args, "color", "auto"))
     try:
         handler = {"generate": cmd_generate, "check": cmd_check, "show": cmd_show, "explain": cmd_explain,
-                   "init": cmd_init, "build": cmd_build}[args.verb]
+                   "init": cmd_init, "build": cmd_build, "import": cmd_import_kernels}[args.verb]
         status = handler(args)
         sys.stdout.flush()  # a closed pipe shows here, inside the handlers below, rather than at exit
         return status

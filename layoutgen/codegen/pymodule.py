@@ -117,6 +117,8 @@ class PyKernel:
     signature: tuple[PyParam | PyScalar, ...] = ()  # every parameter in declaration order: the function's
     count: BlockRuleModel | None = None  # how a cooperative grid counts its blocks; None: threads per row
     shared: tuple[SharedArrayModel, ...] = ()  # the arrays of the dynamic shared memory the launcher sizes
+    function: str = ""  # an existing kernel's symbol in the cubin ("": the kernel's name)
+    raw: tuple[tuple[object, ...], ...] = ()  # an existing kernel's RawArgs, in the order of its signature
 
     @property
     def launcher(self) -> str:
@@ -219,8 +221,11 @@ def program_model(spec: Spec, program: Program, kernels: dict[str, PyKernel]) ->
     return PyProgram(program.name, program.doc or f"Program `{program.name}`.", tuple(buffers), tuple(steps), values)
 
 
-def module_model(spec: Spec, sources: dict[int, str]) -> dict[str, object]:
-    """What ``module.py.j2`` places; ``sources`` maps id(layout) to the file that declares it (no line)."""
+def module_model(spec: Spec, sources: dict[int, str],
+                 existing: dict[str, tuple[str, tuple[tuple[object, ...], ...]]] | None = None) -> dict[str, object]:
+    """What ``module.py.j2`` places; ``sources`` maps id(layout) to the file that declares it (no line);
+    ``existing`` each existing kernel's binding to its symbol and raw arguments (codegen/existing_kernel.py)."""
+    existing = existing or {}
     layouts = [
         PyLayout(
             name=lay.name, shape=shape_text(lay.shape), dtype=str(lay.dtype),
@@ -257,6 +262,7 @@ def module_model(spec: Spec, sources: dict[int, str]) -> dict[str, object]:
             grid_dims=None if grid_view is None or grid_view.axis_rows is None else _runtime_dims(grid_view.leading_dims),
             count=block_rule(b, unified), shared=shared_arrays(b, unified),
             scalars=tuple(scalars.values()), signature=tuple(declared[p.name] for p in b.kernel.signature),
+            function=existing.get(b.name, ("", ()))[0], raw=existing.get(b.name, ("", ()))[1],
         ))
     by_name = {k.name: k for k in kernels}
     programs = [program_model(spec, p, by_name) for p in spec.programs]
@@ -270,5 +276,6 @@ def module_model(spec: Spec, sources: dict[int, str]) -> dict[str, object]:
     return {"spec": spec.name, "layouts": layouts, "kernels": kernels, "programs": programs, "exports": exports,
             "marked": any(k.marked for k in kernels),
             "header": f"{spec.name}.cuh", "scalar_specs": bool(every_scalar), "typed_imports": sorted(typed),
-            "block_rules": any(k.count for k in kernels), "shared_arrays": any(k.shared for k in kernels)}
+            "block_rules": any(k.count for k in kernels), "shared_arrays": any(k.shared for k in kernels),
+            "raw_args": any(k.raw for k in kernels)}
 

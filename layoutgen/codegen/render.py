@@ -14,12 +14,14 @@ from pathlib import Path
 
 import jinja2
 
+from ..declare.existing_kernels import ExistingKernel
 from ..declare.kernels import Binding
 from ..declare.source_kernels import SourceKernel
 from ..declare.spec import Spec
 from ..schema import View
 from ..schema.diagnostics import Diagnostic, Site
 from ..version import __version__
+from .existing_kernel import existing_kernel
 from .env import (
     PACKAGE_TEMPLATES, Origin, TemplateEncodingError, environment, marked_file, skeletons, split_origins,
     template_files,
@@ -298,8 +300,21 @@ def render_spec(
     elif facts is not None:
         c_files[f"{base}/{spec.name}_facts.h"] = c89_stamped(facts, source=spec_path, version=__version__)
     stamp_lines = stamp("", comment="//", source=spec_path, version=__version__).count("\n")
+    existing: dict[str, tuple[str, tuple[tuple[object, ...], ...]]] = {}  # ExistingKernels: symbol, raw arguments
     for binding in spec.kernels:
         template = binding.kernel.template_path
+        if isinstance(binding.kernel, ExistingKernel):  # a team's `__global__`, copied unchanged
+            try:
+                text: str | None = template.read_text(encoding="utf-8")
+            except (OSError, UnicodeDecodeError):
+                text = None
+            copied = existing_kernel(binding, text, relative(template, root), header)
+            if isinstance(copied, list):
+                problems.extend(copied)
+            else:
+                files[f"{base}/{binding.name}.cu"] = copied[0]
+                existing[binding.name] = (copied[1], copied[2])
+            continue
         if isinstance(binding.kernel, SourceKernel):  # a hand-written file and its entry: no template
             shown = relative(template, root)
             made = source_kernel(binding, kernel_model(binding, views, shown, declared_in(binding.site, root)),
@@ -344,7 +359,7 @@ def render_spec(
     sources = {id(lay): declared_in(lay.site, root) for lay in spec.layouts}
     module = skeletons().get_template("module.py.j2").render(  # stamps: its launchers compile only these (LG640)
         source=spec_path, debug=debug, cache_dir=cache_dir, include=include, stamps=stamps_by_name(stamped),
-        **module_model(spec, sources)
+        **module_model(spec, sources, existing)
     )
     python = {f"{base}/__init__.py": stamp(module, comment="#", source=spec_path, version=__version__)}
     if spec.torch:  # the operators, in a module of their own: only importing it imports torch

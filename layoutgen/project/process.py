@@ -13,6 +13,7 @@ from pathlib import Path
 
 from ..checks import check_spec
 from ..checks.lint import each_once, lint_rendered, lint_template
+from ..declare.existing_kernels import ExistingKernel
 from ..checks.suppress import read_suppressions
 from ..codegen.render import relative, render_spec
 from ..declare.spec import Spec
@@ -53,8 +54,11 @@ def process_spec(config: Config, spec_file: Path) -> SpecResult:
     # The lint reads each template's text, then the body as rendered; a `// layoutgen: ignore` comment
     # suppresses what either finds on its line, and one that suppresses nothing is LG404.
     # (Until both readings ran, a comment's use is not known: LG404 waits for the rendered one.)
-    comments = read_suppressions([binding.kernel.template_path for binding in spec.kernels])
-    linted = [d for binding in spec.kernels for d in lint_template(binding, binding.kernel.template_path)]
+    # An existing kernel (ExistingKernel) is a whole file of raw-pointer code, not a body over views: the
+    # views' lint would read every kernel of the file as this one's body. Its checks read its own signature.
+    lintable = [b for b in spec.kernels if not isinstance(b.kernel, ExistingKernel)]
+    comments = read_suppressions([binding.kernel.template_path for binding in lintable])
+    linted = [d for binding in lintable for d in lint_template(binding, binding.kernel.template_path)]
     kept, used = comments.apply(each_once(linted))  # a template bound twice: each cause once
     diags = reported([*diags, *kept])
     if _failed(diags):
@@ -67,7 +71,7 @@ def process_spec(config: Config, spec_file: Path) -> SpecResult:
     if rendered.diagnostics:
         return SpecResult(rel, spec, {}, tuple(diags), None)
     again: list[Diagnostic] = []
-    for binding in spec.kernels:  # the lint again, on what `{{ }}` rendered: at the template's lines
+    for binding in lintable:  # the lint again, on what `{{ }}` rendered: at the template's lines
         template = binding.kernel.template_path
         kernel = rendered.files.get(f"{spec.name}/{binding.name}.cu")
         if kernel is not None:

@@ -47,7 +47,8 @@ from .driver import (Launch, check_stream, count_torch, current_device, device_a
 from .errors import LaunchError, launch_error
 from .nvrtc import CompileRequest
 from .occupancy import forget_function, size_launch
-from .plan import BlockRule, KernelSpec, LayoutSpec, ParamSpec, ScalarSpec, SharedArray
+from .plan import BlockRule, KernelSpec, LayoutSpec, ParamSpec, RawArg, ScalarSpec, SharedArray
+from .raw_launch import check_values, raw_launch
 from .readers import FAST_READERS as _FAST_READERS
 from .readers import cupy_reader as _cupy_reader  # noqa: F401  (named here by the tests, as before)
 from .readers import info_of, read_once
@@ -58,7 +59,7 @@ from .validate import TorchWrites, check_param, check_scalar, kernel_extents, ov
 # Generated modules import the plan types from here.
 __all__ = [
     "MAX_GRID_BLOCKS", "BlockRule", "KernelLauncher", "KernelSpec", "LaunchError", "LayoutSpec", "ParamSpec",
-    "ScalarSpec", "SharedArray", "current_device", "device_arch", "find_device", "launch_path",
+    "RawArg", "ScalarSpec", "SharedArray", "current_device", "device_arch", "find_device", "launch_path",
 ]
 launch_path = fastpath.launch_path  # "compiled" or "python": the path launchers built now take
 _Function = TypeVar("_Function", bound=Any)
@@ -202,6 +203,7 @@ class KernelLauncher:
         spec = self.spec
         pointers, bound = self.bind(arrays, device, reads, signatures)
         blocks = self.blocks(bound)
+        check_values(spec, bound)  # an existing kernel's carried integers: each must fit its C type (LG641)
         extents = kernel_extents(spec.params, bound, spec.may_alias)
         overlap = extents.first_overlap(pointers)
         if overlap is not None:
@@ -231,9 +233,10 @@ class KernelLauncher:
                 if fn is None:
                     module = self._modules[key] = _load(self.compile_request(arch), self.cache(), self.folder,
                                                         self.spec.source)
-                    kernel = module.get_function(self.spec.name)
-                    n_values = len(self.spec.params) + len(self.spec.scalars) + len(self.spec.symbols)
-                    fn = make_launch(kernel, n_values, self.spec.name)
+                    spec = self.spec
+                    kernel = module.get_function(spec.function or spec.name)
+                    n_values = len(spec.raw) or len(spec.params) + len(spec.scalars) + len(spec.symbols)
+                    fn = raw_launch(make_launch(kernel, n_values, spec.name), spec)  # an existing kernel's order
                     forget_function(device, fn.handle)
                     self._functions[key] = fn
         return fn

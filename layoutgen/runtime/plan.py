@@ -175,6 +175,40 @@ class BlockRule:
 
 
 @dataclass(frozen=True)
+class RawArg:
+    """Where one parameter of an existing kernel's ``__global__`` gets its launch value (in its order).
+
+    ``"pointer"``: the ``index``-th array; ``"scalar"``: the ``index``-th scalar; ``"value"``: an integer the
+    launcher fills, ``coef`` times the sizes of ``symbols`` (layout symbols), which a C integer of ``bits``
+    bits (``signed`` or not) must hold; ``label`` names it in messages (``int x_stride = RowStride("x")``).
+    """
+
+    kind: str
+    index: int = 0
+    coef: int = 1
+    symbols: tuple[str, ...] = ()
+    bits: int = 64
+    signed: bool = True
+    label: str = ""
+
+    def __post_init__(self) -> None:
+        if self.kind not in ("pointer", "scalar", "value") or self.index < 0 or not 1 <= self.bits <= 64:
+            raise ValueError(f"a RawArg must be a pointer, scalar or value of 1 to 64 bits, got {self!r}")
+
+    def value(self, bound: dict[str, int]) -> int:
+        """A ``"value"``'s launch value, given the sizes of the symbols."""
+        size = self.coef
+        for s in self.symbols:
+            size *= bound[s]
+        return size
+
+    @property
+    def limit(self) -> int:
+        """The largest value the parameter's C type holds."""
+        return (1 << (self.bits - 1 if self.signed else self.bits)) - 1
+
+
+@dataclass(frozen=True)
 class KernelSpec:
     """A generated kernel: its file, function name, parameters and grid."""
 
@@ -196,3 +230,7 @@ class KernelSpec:
     scalars: tuple[ScalarSpec, ...] = ()
     count: BlockRule | None = None  # how a cooperative grid counts its blocks; None: per_row threads a row
     shared: tuple[SharedArray, ...] = ()  # the arrays of the dynamic shared memory, in the order of the buffer
+    # An existing kernel (ExistingKernel): the symbol of its `__global__` in the cubin ("": `name`), and where
+    # each of its parameters gets its value, in the order of its signature (empty: pointers, scalars, symbols).
+    function: str = ""
+    raw: tuple[RawArg, ...] = ()

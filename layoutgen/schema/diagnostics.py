@@ -89,6 +89,16 @@ CODES: dict[str, Code] = _registry(
     Code("LG225", "entry-arity-mismatch", _E, "a SourceKernel's entry takes another number of parameters than the kernel declares"),
     Code("LG226", "entry-type-mismatch", _E, "a parameter of a SourceKernel's entry is not the type of the view or scalar bound to it"),
     Code("LG227", "warp-tile-needs-whole-warps", _E, "a shared tile scoped to a warp is declared in a grid whose warps may lose lanes"),
+    # LG231..LG239: an ExistingKernel's declaration against the `__global__` its file writes.
+    Code("LG231", "invalid-existing-kernel", _E, "an ExistingKernel's argument list is malformed or names what the kernel does not declare"),
+    Code("LG232", "global-not-found", _E, "an ExistingKernel's file is missing, or does not define its `__global__` exactly once"),
+    Code("LG233", "global-arity-mismatch", _E, "an ExistingKernel declares another number of arguments than its `__global__` takes"),
+    Code("LG234", "pointer-value-mismatch", _E, "an ExistingKernel declares an array where its `__global__` takes a value, or a value where it takes a pointer"),
+    Code("LG235", "pointer-const-mismatch", _E, "an In of an ExistingKernel is a pointer to non-const elements, or an Out or InOut a pointer to const ones"),
+    Code("LG236", "integer-too-narrow", _E, "an integer parameter of an ExistingKernel cannot hold the dim, stride, pitch or offset it carries"),
+    Code("LG237", "element-type-mismatch", _E, "a pointer of an ExistingKernel points to another element type than its bound layout's"),
+    Code("LG238", "scalar-type-mismatch", _E, "a Scalar of an ExistingKernel is declared with another C type than its `__global__` takes"),
+    Code("LG239", "global-symbol-unknown", _E, "an ExistingKernel's `__global__` is a template or takes a type whose symbol layoutgen cannot name"),
     # LG3xx: a program's launches disagree about who writes and reads what.
     Code("LG301", "read-before-write", _E, "a launch reads columns that no earlier launch wrote and no input provides"),
     Code("LG302", "overlapping-writers", _E, "two writes cover the same columns of one buffer without `overwrites=`"),
@@ -130,6 +140,7 @@ CODES: dict[str, Code] = _registry(
     Code("LG520", "stale-prebuilt", _E, "cubins that `layoutgen build` wrote are not of the kernels the spec generates now"),
     Code("LG521", "no-build-archs", _E, "`layoutgen build` was given no architectures to build for"),
     # LG530..LG539: `layoutgen check --execute` could not run a kernel on the CPU.
+    Code("LG541", "no-kernels-imported", _E, "`layoutgen import` could not read a file it was given, or found no `__global__` kernel in them"),
     Code("LG530", "no-host-compiler", _E, "`check --execute` found no host C++ compiler (g++ or clang++) with AddressSanitizer"),
     Code("LG531", "not-executed", _W, "`check --execute` could not build a kernel for the host runtime: it was not executed"),
     Code("LG532", "execution-failed", _E, "a kernel run on the CPU by `check --execute` crashed or did not finish"),
@@ -169,6 +180,7 @@ CODES: dict[str, Code] = _registry(
     Code("LG635", "inference-tensor-write", _E, "the kernel would write in place into a torch inference tensor outside inference mode"),
     Code("LG636", "no-cupy", _E, "a launch needs CuPy, which is not installed"),
     Code("LG640", "mixed-generation", _E, "a kernel or header a launcher would compile is of another `layoutgen generate` run than its module"),
+    Code("LG641", "carried-value-overflow", _E, "an integer an existing kernel's launcher fills from the layouts does not fit the kernel's parameter type"),
     # LG650..LG669: the footprint sanitizer of `check --execute` found a kernel breaking its declarations.
     Code("LG650", "outside-footprint", _E, "a kernel run on the CPU accessed memory outside the footprint of the parameter it came from"),
     Code("LG651", "accessor-outside-field", _E, "a kernel run on the CPU indexed a view or shared tile outside its field"),

@@ -1,0 +1,96 @@
+// The VSN pipeline's kernels after the fix of vsn_kernels.cu: every step through the window is a
+// parameter, `x_stride` or `window_stride`, and the context's first column is `context_offset`.
+// Declared as ExistingKernels (examples/existing_kernels/spec.py), the generated launcher fills them
+// from the layouts (56 and 40): no caller types a stride. Still raw pointers; moving to views
+// (docs/own-kernels.md) is a choice for later.
+#define VSN_FEATURE_DIM 40  // market features per snapshot
+#define VSN_CONTEXT_DIM 16  // per-batch context columns
+#define VSN_BLOCK 128
+
+// Each batch's context, repeated over its K snapshots: columns 40..56 of every window row.
+extern "C" __global__ void __launch_bounds__(VSN_BLOCK)
+context_broadcast(const float* __restrict__ context, float* __restrict__ window, int n_rows, int n_snap,
+                  int window_stride, int context_offset) {
+    const long long idx = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
+    if (idx >= n_rows) return;
+    const float* src = context + (idx / n_snap) * VSN_CONTEXT_DIM;
+    float* dst = window + idx * window_stride + context_offset;
+#pragma unroll
+    for (int c = 0; c < VSN_CONTEXT_DIM; ++c) dst[c] = src[c];
+}
+
+// gates = softmax(W x + b) over the 40 features, y = gates * x: a thread per row, W staged in shared memory.
+extern "C" __global__ void __launch_bounds__(VSN_BLOCK)
+vsn_forward(const float* __restrict__ x, const float* __restrict__ W, const float* __restrict__ b,
+            float* __restrict__ gates, float* __restrict__ y, int n_rows, int x_stride) {
+    __shared__ float Ws[VSN_FEATURE_DIM * VSN_FEATURE_DIM];
+    __shared__ float bs[VSN_FEATURE_DIM];
+    for (int i = threadIdx.x; i < VSN_FEATURE_DIM * VSN_FEATURE_DIM; i += blockDim.x) Ws[i] = W[i];
+    if (threadIdx.x < VSN_FEATURE_DIM) bs[threadIdx.x] = b[threadIdx.x];
+    __syncthreads();
+    const long long row = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
+    if (row >= n_rows) return;
+    const float* xr = x + row * x_stride;
+    float xv[VSN_FEATURE_DIM], z[VSN_FEATURE_DIM];
+#pragma unroll
+    for (int j = 0; j < VSN_FEATURE_DIM; ++j) xv[j] = xr[j];
+    float z_max = -__int_as_float(0x7f800000);  // -infinity
+#pragma unroll
+    for (int i = 0; i < VSN_FEATURE_DIM; ++i) {
+        float acc = bs[i];
+#pragma unroll
+        for (int j = 0; j < VSN_FEATURE_DIM; ++j) acc = fmaf(Ws[i * VSN_FEATURE_DIM + j], xv[j], acc);
+        z[i] = acc;
+        z_max = fmaxf(z_max, acc);
+    }
+    float total = 0.0f;
+#pragma unroll
+    for (int i = 0; i < VSN_FEATURE_DIM; ++i) {
+        z[i] = __expf(z[i] - z_max);
+        total += z[i];
+    }
+    const float inv_total = 1.0f / total;
+    float* gr = gates + row * VSN_FEATURE_DIM;
+    float* yr = y + row * VSN_FEATURE_DIM;
+#pragma unroll
+    for (int i = 0; i < VSN_FEATURE_DIM; ++i) {
+        const float g = z[i] * inv_total;
+        gr[i] = g;
+        yr[i] = g * xv[i];
+    }
+}
+
+// The VSN backward through the gates: grad_z = g * (dg - sum(g * dg)) with dg = grad_y * x, and
+// grad_x = grad_y * g + grad_z W. grad_W = grad_z^T x and grad_b = sum(grad_z) are a GEMM and a
+// reduction over grad_z, done elsewhere.
+extern "C" __global__ void __launch_bounds__(VSN_BLOCK)
+vsn_backward(const float* __restrict__ x, const float* __restrict__ W, const float* __restrict__ gates,
+             const float* __restrict__ grad_y, float* __restrict__ grad_x, float* __restrict__ grad_z,
+             int n_rows, int x_stride) {
+    __shared__ float Ws[VSN_FEATURE_DIM * VSN_FEATURE_DIM];
+    for (int i = threadIdx.x; i < VSN_FEATURE_DIM * VSN_FEATURE_DIM; i += blockDim.x) Ws[i] = W[i];
+    __syncthreads();
+    const long long row = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
+    if (row >= n_rows) return;
+    const long long at = row * VSN_FEATURE_DIM;
+    float g[VSN_FEATURE_DIM], dz[VSN_FEATURE_DIM];
+    float s = 0.0f;
+#pragma unroll
+    for (int i = 0; i < VSN_FEATURE_DIM; ++i) {
+        g[i] = gates[at + i];
+        dz[i] = grad_y[at + i] * x[row * x_stride + i];
+        s = fmaf(g[i], dz[i], s);
+    }
+#pragma unroll
+    for (int i = 0; i < VSN_FEATURE_DIM; ++i) {
+        dz[i] = g[i] * (dz[i] - s);
+        grad_z[at + i] = dz[i];
+    }
+#pragma unroll
+    for (int j = 0; j < VSN_FEATURE_DIM; ++j) {
+        float acc = grad_y[at + j] * g[j];
+#pragma unroll
+        for (int i = 0; i < VSN_FEATURE_DIM; ++i) acc = fmaf(dz[i], Ws[i * VSN_FEATURE_DIM + j], acc);
+        grad_x[at + j] = acc;
+    }
+}
