@@ -69,7 +69,7 @@ EXPECTED = {
     "narrow_fill": ("tests/specs/sanitizer/narrow_fill.cu.j2:1: LG651: `narrow_fill` indexed `n` (Narrow) at row <N>, "
                     "column <N>, outside the field (183 rows, 40 columns), " + T
                     + "; the thread stopped before the access"),
-    "lane_loop": ("tests/specs/sanitizer/lane_loop.cu.j2:3: LG651: `lane_loop` indexed `x` (Window.snap) at row 0, "
+    "lane_loop": ("tests/specs/sanitizer/lane_loop.cu.j2:3: LG651: `lane_loop` indexed `x` (Window.snap) at row <N>, "
                   "column <N>, outside the field (183 rows, 96 columns), " + T + "; the thread stopped before the access"),
     "barrier_branch": ("tests/specs/sanitizer/barrier_branch.cu.j2:3: LG652: `barrier_branch`: block 0, thread <N> "
                        "returned while other threads wait at __syncthreads(): a barrier that some threads never "
@@ -106,18 +106,47 @@ def test_check_execute_passes_the_qkv_and_own_kernel_examples(capsys: pytest.Cap
     assert out == "All checks passed: 2 specs, no errors.\n"
 
 
-def test_the_gpu_and_the_cpu_word_a_field_fault_alike(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The debug build's record on the GPU (now with the block and thread) and the CPU run's finding of the same
-    access give one message: LG611 after a launch, LG651 from `check --execute`."""
+# Checked pointers (the debug build's `&x.at(r, c)`, kept in `auto` or a template helper): the CPU run
+# reports them at the access, as AddressSanitizer would, and sees the column before a field at an odd f32
+# column, which AddressSanitizer cannot (its granules are 8 bytes, poisoned from their end).
+LG650_AT = ("LG650: `{k}` {verb} `x` (Window.snap) at row <N>, column <N>, outside the field's columns 0..96 "
+            "(rows 136 elements apart), " + T)
+POINTERS = {
+    "auto_pointer": "tests/specs/sanitizer/auto_pointer.cu.j2:2: " + LG650_AT.replace("{verb}", "read"),
+    "template_helper": "tests/specs/sanitizer/template_helper.cu.j2:5: " + LG650_AT.replace("{verb}", "read"),
+    "auto_float4": "tests/specs/sanitizer/auto_float4.cu.j2:3: " + LG650_AT.replace("{verb}", "read"),
+    "column_before": ("tests/specs/sanitizer/column_before.cu.j2:2: LG650: `column_before` read `x` (Odd.snap) at "
+                      "row <N>, column 0, outside the field's columns 1..96 (rows 96 elements apart), " + T),
+}
+
+
+@pytest.fixture(scope="module")
+def pointers() -> dict[str, str]:
+    out = {}
+    for d in executed(SPECS / "pointers.py"):
+        name = re.match(r"`(\w+)`", d.message)
+        assert name is not None, d
+        out[name.group(1)] = f"{d.site}: {d.code}: {d.message}"
+    return out
+
+
+@pytest.mark.parametrize("kernel", sorted(POINTERS))
+def test_a_checked_pointer_is_refused_at_the_access(pointers: dict[str, str], kernel: str) -> None:
+    pattern = re.escape(POINTERS[kernel].replace("{k}", kernel)).replace("<N>", r"\d+")
+    assert re.fullmatch(pattern, pointers.get(kernel, "not refused")), pointers.get(kernel)
+
+
+def _gpu_fault(monkeypatch: pytest.MonkeyPatch, words: list[int], file: bytes) -> Diagnostic:
+    """The launcher's report of a debug build's fault record holding ``words`` and ``file`` (lg::Fault of
+    views.cuh.j2), for kernel `lane_loop` with parameter `x` bound to Window.snap (136 columns, 0..96)."""
     import numpy as np
 
-    from layoutgen.project.execute_findings import finding_diagnostic
-    from layoutgen.project.execute_harness import HostProgram
-    from layoutgen.project.footprints import Footprint
     from layoutgen.runtime import debug
     from layoutgen.runtime.plan import KernelSpec, LayoutSpec, ParamSpec
 
-    values = np.array([1, 0, 2, 97, 183, 96, 1, 33], np.int64)  # hit, x, row 2, column 97 of 183 x 96; block 1, thread 33
+    values = np.zeros(12 + 32, np.int64)
+    values[:12] = words
+    values[12:] = np.frombuffer(file.ljust(256, b"\0"), np.int64)
 
     class Record:
         nbytes = values.nbytes
@@ -135,17 +164,52 @@ def test_the_gpu_and_the_cpu_word_a_field_fault_alike(monkeypatch: pytest.Monkey
                       ("B", "K"), 0, 1, 128)
     with pytest.raises(debug.KernelFault) as info:
         debug.check_fault(spec, object(), None)
-    gpu = info.value.diagnostic
+    assert not values.any()  # cleared for the next launch
+    return info.value.diagnostic
+
+
+def _cpu_finding(fields: dict[str, str]) -> Diagnostic:
+    from layoutgen.project.execute_findings import finding_diagnostic
+    from layoutgen.project.execute_harness import HostProgram
+    from layoutgen.project.footprints import Footprint
+
     program = HostProgram("lane_loop", "lane_loop.cu", (Footprint("x", "Window.snap", "in", 4, "f", 183, 136, 0, 96),),
                           1, 2, 128, 0, "")
-    fields = {"kind": "field", "where": "lane_loop.x (Window.snap)", "param": "0", "row": "2", "col": "97",
-              "rows": "183", "width": "96", "block": "1", "thread": "33", "pc": "", "calls": ""}
-    cpu = finding_diagnostic(program, fields, Path("/nonexistent"), None, REPO)
+    return finding_diagnostic(program, {"pc": "", "calls": "", **fields}, Path("/nonexistent"), None, REPO)
+
+
+def test_the_gpu_and_the_cpu_word_a_field_fault_alike(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The debug build's record on the GPU (with the block, thread and the caller's line) and the CPU run's
+    finding of the same access give one message: LG611 after a launch, LG651 from `check --execute`."""
+    # hit, x, row 2, column 97 of 183 x 96; block 1, thread 33; an accessor's check (-1) at line 3
+    gpu = _gpu_fault(monkeypatch, [1, 0, 2, 97, 183, 96, 1, 33, -1, 3, 0, 0], b"tests/specs/sanitizer/lane_loop.cu.j2")
+    cpu = _cpu_finding({"kind": "field", "where": "lane_loop.x (Window.snap)", "param": "0", "row": "2", "col": "97",
+                        "rows": "183", "width": "96", "block": "1", "thread": "33"})
     assert (gpu.code, cpu.code) == ("LG611", "LG651")
     assert gpu.message == cpu.message == (
         "`lane_loop` indexed `x` (Window.snap) at row 2, column 97, outside the field (183 rows, 96 columns), "
         "in block 1, thread 33; the thread stopped before the access")
     assert gpu.hint == cpu.hint
+    assert str(gpu.site) == "tests/specs/sanitizer/lane_loop.cu.j2:3"
+
+
+@pytest.mark.parametrize(("access", "verb"), [(0, "read"), (1, "wrote"), (2, "accessed")])
+def test_the_gpu_and_the_cpu_word_a_checked_pointers_fault_alike(monkeypatch: pytest.MonkeyPatch, access: int,
+                                                                 verb: str) -> None:
+    """A checked pointer's access outside its footprint (lg::out_of_footprint): on the GPU the launcher's
+    LG611, on the CPU the run's LG650, in the words of an AddressSanitizer finding of the same element."""
+    # hit, x, array row 1, column 100 (the field's row 1); footprint columns 0..96 of rows 136 apart; block 0, thread 5
+    gpu = _gpu_fault(monkeypatch, [1, 0, 1, 100, 1, 96, 0, 5, access, 4, 0, 136], b"macro_stride.cu.j2")
+    cpu = _cpu_finding({"kind": "pointer", "region": "0", "write": str(access), "bytes": "0", "row": "1",
+                        "col": "100", "field_row": "1", "block": "0", "thread": "5"})
+    asan = _cpu_finding({"kind": "footprint", "region": "0", "write": str(access), "bytes": "4", "row": "1",
+                         "col": "100", "field_row": "1", "block": "0", "thread": "5"})
+    assert (gpu.code, cpu.code, asan.code) == ("LG611", "LG650", "LG650")
+    assert gpu.message == cpu.message == asan.message == (
+        f"`lane_loop` {verb} `x` (Window.snap) at row 1, column 100, outside the field's columns 0..96 (rows 136 "
+        "elements apart), in block 0, thread 5")
+    assert gpu.hint == cpu.hint
+    assert str(gpu.site) == "macro_stride.cu.j2:4"
 
 
 def test_a_kernel_the_host_runtime_cannot_build_is_reported_not_executed() -> None:

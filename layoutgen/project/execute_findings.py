@@ -13,7 +13,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from ..runtime.debug import field_fault
+from ..runtime.debug import field_fault, footprint_fault
 from ..schema.diagnostics import Diagnostic, Site
 from .execute_harness import INCLUDE_ROOT, HostProgram
 from .footprints import Footprint
@@ -60,10 +60,6 @@ def _shown(path: str, root: Path) -> str:
     return path
 
 
-def _columns(f: Footprint) -> str:
-    return f"columns {f.offset}..{f.offset + f.width}"
-
-
 def _array(f: Footprint) -> str:
     if f.access == "shared":
         return f"shared `{f.name}` ({f.what})"
@@ -81,10 +77,10 @@ def finding_diagnostic(program: HostProgram, fields: dict[str, str], executable:
     kernel = program.kernel
     pc = fields.get("pc", "")
     where = user_site(executable, pc, fields.get("calls", ""), root,
-                      call=kind in ("field", "barrier", "barrier-exit", "divergent")) or site
-    if kind == "footprint":
+                      call=kind in ("field", "pointer", "barrier", "barrier-exit", "divergent")) or site
+    if kind in ("footprint", "pointer"):  # AddressSanitizer's finding, or a checked pointer's (the same words)
         f = program.footprints[int(fields["region"])]
-        verb = "wrote" if fields["write"] == "1" else "read"
+        verb = {"0": "read", "1": "wrote"}.get(fields["write"], "accessed")
         row, col = int(fields["row"]), int(fields["col"])
         if f.access == "shared":
             tile_row = row % f.layout_rows
@@ -93,13 +89,8 @@ def finding_diagnostic(program: HostProgram, fields: dict[str, str], executable:
                        f"(pitch {f.row_stride}), in {_thread(fields)}")
             return Diagnostic("LG650", message, where, hint="index a shared tile below its width, and its rows "
                               "through the tile's accessors: the pitch is the tile's, not the field's width")
-        in_rows = int(fields["field_row"]) >= 0
-        place = (f"row {fields['field_row']}, column {col}" if in_rows
-                 else f"array row {row}, column {col}, in a row that is not the field's")
-        message = (f"`{kernel}` {verb} {_array(f)} at {place}, outside the field's {_columns(f)} "
-                   f"(rows {f.row_stride} elements apart), in {_thread(fields)}")
-        return Diagnostic("LG650", message, where, hint=f"rows of `{f.what}` are {f.row_stride} elements apart and "
-                          f"hold {f.width} columns from column {f.offset}: take every stride and width from the view")
+        return footprint_fault("LG650", kernel, f.name, f.what, verb, row, col, int(fields["field_row"]), f.offset,
+                               f.width, f.row_stride, (int(fields["block"]), int(fields["thread"])), where)
     if kind == "crash":
         return Diagnostic("LG532", f"`{kernel}` crashed on the CPU ({fields.get('what', '').strip()}), in "
                           f"{_thread(fields)}", where, hint="the line is where it stopped; the inputs are random "

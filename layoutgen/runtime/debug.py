@@ -22,9 +22,13 @@ from .plan import KernelSpec
 #: Set to 0 to skip the NaN/Inf scan of a debug build (the bounds checks stay).
 SCAN_ENV = "LAYOUTGEN_DEBUG_SCAN"
 
-#: The device global the debug header defines: hit, param, row, col, rows, width, block, thread (8 bytes each).
+#: The device global the debug header defines (views.cuh.j2's lg::Fault): hit, param, row, col, rows, width,
+#: block, thread, access, line, offset, row_stride (8 bytes each), then the file's name (256 bytes).
 FAULT_SYMBOL = "lg_fault"
-_FAULT_FIELDS = 8
+_FAULT_FIELDS = 12
+_FAULT_FILE_BYTES = 256
+#: What a checked pointer's access was (the record's `access`): a read, a write, a reference handed out.
+_VERBS = {0: "read", 1: "wrote", 2: "accessed"}
 
 
 class KernelFault(LaunchError):
@@ -46,7 +50,7 @@ def _synchronize(stream: Any) -> None:
 def _fault_record(module: Any) -> Any:
     import cupy
 
-    return cupy.ndarray((_FAULT_FIELDS,), cupy.int64, memptr=module.get_global(FAULT_SYMBOL))
+    return cupy.ndarray((_FAULT_FIELDS + _FAULT_FILE_BYTES // 8,), cupy.int64, memptr=module.get_global(FAULT_SYMBOL))
 
 
 def clear_fault(module: Any, stream: Any) -> None:
@@ -63,13 +67,38 @@ def check_fault(spec: KernelSpec, module: Any, stream: Any) -> None:
     """Raise :class:`KernelFault` when the launch just made on ``stream`` left a fault; clear it."""
     _synchronize(stream)
     record = _fault_record(module)
-    hit, param, row, col, rows, width, *where = (int(v) for v in record.get())
+    words = record.get()
+    hit, param, row, col, rows, width, block, thread, access, line, offset, row_stride = (
+        int(v) for v in words[:_FAULT_FIELDS])
     if not hit:
         return
+    file = words[_FAULT_FIELDS:].tobytes().split(b"\0", 1)[0].decode("utf-8", "replace")
     record.fill(0)
+    site = Site(file, line) if file and line > 0 else None
+    if access >= 0:  # a checked pointer's access (lg::out_of_footprint)
+        p = spec.params[param]
+        raise KernelFault(footprint_fault("LG611", spec.name, p.name, p.view, _VERBS.get(access, "accessed"), row, col,
+                                          rows, offset, width, row_stride, (block, thread), site))
     raise KernelFault(field_fault("LG611", spec.name, [(p.name, p.view) for p in spec.params],
-                                  [a.name for a in spec.shared], param, row, col, rows, width,
-                                  (where[0], where[1]) if len(where) == 2 else None))
+                                  [a.name for a in spec.shared], param, row, col, rows, width, (block, thread), site))
+
+
+def footprint_fault(code: str, kernel: str, name: str, view: str, verb: str, row: int, col: int, field_row: int,
+                    offset: int, width: int, row_stride: int, where: tuple[int, int] | None,
+                    site: Site | None = None) -> Diagnostic:
+    """An access outside a parameter's footprint: row ``row``, column ``col`` of its array (``field_row``: the
+    field's row, negative where the row is not the field's), ``verb`` "read", "wrote" or "accessed". The CPU
+    run's AddressSanitizer finding and its checked pointers (LG650) and the debug build's checked pointers on
+    the GPU (LG611) say the same. ``offset``, ``width`` and ``row_stride`` are the field's, in elements."""
+    place = (f"row {field_row}, column {col}" if field_row >= 0
+             else f"array row {row}, column {col}, in a row that is not the field's")
+    at = f", in block {where[0]}, thread {where[1]}" if where is not None else ""
+    return Diagnostic(
+        code, f"`{kernel}` {verb} `{name}` ({view}) at {place}, outside the field's columns {offset}..{offset + width} "
+        f"(rows {row_stride} elements apart){at}", site,
+        hint=f"rows of `{view}` are {row_stride} elements apart and hold {width} columns from column {offset}: take "
+        "every stride and width from the view",
+    )
 
 
 def field_fault(code: str, kernel: str, params: Sequence[tuple[str, str]], shared: Sequence[str], param: int,

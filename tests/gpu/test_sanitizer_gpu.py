@@ -29,6 +29,9 @@ B, K = 3, 61  # the sizes `check --execute` chooses: 183 rows, a short last tile
 
 # `<N>`: which thread meets it first is the device's choice.
 EXPECTED = {
+    # A pointer taken in an expression stays checked (`(&x.at(0, 0))[row * FEATURE_STRIDE + c]`).
+    "macro_stride": ("`macro_stride` read `x` (Window.snap) at row <N>, column <N>, outside the field's columns 0..96 "
+                     "(rows 136 elements apart), in block <N>, thread <N>"),
     "lane_loop": ("`lane_loop` indexed `x` (Window.snap) at row <N>, column <N>, outside the field (183 rows, "
                   "96 columns), in block <N>, thread <N>; the thread stopped before the access"),
     "narrow_fill": ("`narrow_fill` indexed `n` (Narrow) at row <N>, column <N>, outside the field (183 rows, "
@@ -54,6 +57,44 @@ def _build(spec: str, out: str) -> ModuleType:
     module = importlib.util.module_from_spec(module_spec)
     module_spec.loader.exec_module(module)
     return module
+
+
+# The checked pointers of the debug build (tests/specs/sanitizer/pointers.py): the CPU run's LG650 words
+# (tests/test_execute_host.py's POINTERS), reported as LG611 at the line where the pointer was taken.
+POINTERS = "tests/specs/sanitizer/pointers.py"
+POINTER_FAULTS = {
+    "auto_pointer": ("tests/specs/sanitizer/auto_pointer.cu.j2:1",
+                     "`auto_pointer` read `x` (Window.snap) at row <N>, column <N>, outside the field's columns 0..96 "
+                     "(rows 136 elements apart), in block <N>, thread <N>"),
+    "template_helper": ("tests/specs/sanitizer/template_helper.cu.j2:8",
+                        "`template_helper` read `x` (Window.snap) at row <N>, column <N>, outside the field's columns "
+                        "0..96 (rows 136 elements apart), in block <N>, thread <N>"),
+    "auto_float4": ("tests/specs/sanitizer/auto_float4.cu.j2:1",
+                    "`auto_float4` read `x` (Window.snap) at row <N>, column <N>, outside the field's columns 0..96 "
+                    "(rows 136 elements apart), in block <N>, thread <N>"),
+    "column_before": ("tests/specs/sanitizer/column_before.cu.j2:1",
+                      "`column_before` read `x` (Odd.snap) at row <N>, column 0, outside the field's columns 1..96 "
+                      "(rows 96 elements apart), in block <N>, thread <N>"),
+}
+
+
+@pytest.mark.parametrize("kernel", sorted(POINTER_FAULTS))
+def test_the_debug_build_stops_each_checked_pointer_with_the_cpu_runs_message(kernel: str) -> None:
+    import cupy
+
+    from layoutgen.runtime.debug import KernelFault
+
+    debug = _build(POINTERS, "gpu-sanitizer-pointers")
+    rng = np.random.default_rng()
+    width, out_width = (96, 95) if kernel == "column_before" else (136, 96)
+    x = cupy.asarray(rng.normal(size=(B, K, width)).astype(np.float32))
+    y = cupy.full((B, K, out_width), cupy.nan, cupy.float32)
+    with pytest.raises(KernelFault) as fault:
+        getattr(debug, kernel)(x, y)
+    site, message = POINTER_FAULTS[kernel]
+    assert fault.value.code == "LG611"
+    assert str(fault.value.diagnostic.site) == site
+    assert re.fullmatch(re.escape(message).replace("<N>", r"\d+"), fault.value.diagnostic.message), str(fault.value)
 
 
 def _arrays(kernel: str) -> list[object]:
@@ -86,7 +127,7 @@ def test_the_correct_kernels_run_to_the_end_in_the_debug_build() -> None:
     window = rng.normal(size=(B, K, 136)).astype(np.float32)
     snap = window[..., :96].astype(np.float64)
     x = cupy.asarray(window)
-    for name, want in (("pointer_rows", snap), ("entry_rows", snap), ("tail_one", 2 * snap),
+    for name, want in (("pointer_rows", snap), ("entry_rows", snap), ("auto_pointer_rows", snap), ("tail_one", 2 * snap),
                        ("tail_r_minus_1", 2 * snap), ("ring", snap + 1),
                        ("warp_shuffle", snap - snap.sum(axis=-1, keepdims=True) / 96)):
         y = cupy.full((B, K, 96), cupy.nan, cupy.float32)

@@ -2,7 +2,7 @@
 
 Warp shuffles, a block reduction with atomics (shared and global), tiles with short last tiles of 1 and
 of R-1 rows (183 rows: 7 tiles of 26 and 1, 3 of 46 and 45), a cp.async ring of a persistent grid's warps,
-a hand-written entry, and raw pointers used at the right stride.
+a hand-written entry, and raw and checked (`auto`) pointers used at the right stride.
 """
 
 from layoutgen import (
@@ -27,11 +27,14 @@ tail_r_minus_1 = Kernel("tail_r_minus_1", "good_tile_copy.cu.j2", [In("x", [B, K
                         grid=Grid.tiles("x", rows=46, block=128), shared=[Tile("xs", "x")])
 ring = Kernel("ring", "good_ring.cu.j2", [In("x", [B, K, F]), Out("y", [B, K, F], vector=16)],
               grid=Grid.persistent_warps("x", rows=32, block=128), shared=[Tile("xs", "x", scope="warp", stages=3)])
+auto_pointer_rows = Kernel("auto_pointer_rows", "good_auto_pointer.cu.j2", [In("x", [B, K, F]), Out("y", [B, K, F])],
+                           grid=Grid.rows("x", block=128))
 entry = SourceKernel("entry_rows", "good_entry.cu", [In("x", [B, K, F]), Out("y", [B, K, F])],
                      entry="copy_features", grid=Grid.rows("x", block=128))
 
 spec = Spec("sanitizer_good", kernels=[
     pointer_rows.bind(x=Window.snap, y=Packed),
+    auto_pointer_rows.bind(x=Window.snap, y=Packed),
     warp_shuffle.bind(x=Window.snap, y=Packed),
     block_sum.bind(x=Window.snap, total=Sums),
     tail_one.bind(x=Window.snap, y=Packed),

@@ -124,6 +124,19 @@ inline int __syncthreads_count(int p) {
 inline int __syncthreads_or(int p) { return __syncthreads_count(p) != 0; }
 inline int __syncthreads_and(int p) { return __syncthreads_count(p) == static_cast<int>(blockDim.x); }
 
+// The debug build's checked references and pointers (views.cuh.j2): a shuffle moves the value a reference
+// reads, __ldg reads through the pointer's check.
+namespace lg {
+template <typename T> class checked_ref;
+template <typename T> class checked_ptr;
+}  // namespace lg
+namespace lg_host {
+template <typename T> struct value { using type = T; };
+template <typename T> struct value<lg::checked_ref<T>> { using type = T; };
+template <typename T> struct value<lg::checked_ref<const T>> { using type = T; };
+template <typename T> using value_t = typename value<T>::type;
+}  // namespace lg_host
+
 namespace lg_host {
 // Every lane offers `value`; lane `from(lane)` of the warp is read back (its own value where out of range).
 template <typename T, typename From>
@@ -143,17 +156,17 @@ inline T shuffle(T value, int width, From from) {
     return out;
 }
 }  // namespace lg_host
-template <typename T> inline T __shfl_sync(unsigned, T v, int src, int width = 32) {
-    return lg_host::shuffle(v, width, [&](int) { return ((src % width) + width) % width; });
+template <typename T> inline lg_host::value_t<T> __shfl_sync(unsigned, T v, int src, int width = 32) {
+    return lg_host::shuffle(static_cast<lg_host::value_t<T>>(v), width, [&](int) { return ((src % width) + width) % width; });
 }
-template <typename T> inline T __shfl_xor_sync(unsigned, T v, int mask, int width = 32) {
-    return lg_host::shuffle(v, width, [&](int l) { return l ^ mask; });
+template <typename T> inline lg_host::value_t<T> __shfl_xor_sync(unsigned, T v, int mask, int width = 32) {
+    return lg_host::shuffle(static_cast<lg_host::value_t<T>>(v), width, [&](int l) { return l ^ mask; });
 }
-template <typename T> inline T __shfl_down_sync(unsigned, T v, unsigned delta, int width = 32) {
-    return lg_host::shuffle(v, width, [&](int l) { return l + static_cast<int>(delta); });
+template <typename T> inline lg_host::value_t<T> __shfl_down_sync(unsigned, T v, unsigned delta, int width = 32) {
+    return lg_host::shuffle(static_cast<lg_host::value_t<T>>(v), width, [&](int l) { return l + static_cast<int>(delta); });
 }
-template <typename T> inline T __shfl_up_sync(unsigned, T v, unsigned delta, int width = 32) {
-    return lg_host::shuffle(v, width, [&](int l) { return l - static_cast<int>(delta); });
+template <typename T> inline lg_host::value_t<T> __shfl_up_sync(unsigned, T v, unsigned delta, int width = 32) {
+    return lg_host::shuffle(static_cast<lg_host::value_t<T>>(v), width, [&](int l) { return l - static_cast<int>(delta); });
 }
 inline unsigned __ballot_sync(unsigned, int p) {
     const unsigned t = threadIdx.x, warp = t & ~31u;
@@ -229,6 +242,15 @@ template <typename T> inline T atomicMax(T* a, T v) {
 template <typename T> inline T atomicMin(T* a, T v) {
     return lg_atomic_update<T>(a, [](T x, T y) { return x < y ? x : y; }, v);
 }
+template <typename T> inline T atomicAnd(T* a, T v) { return __atomic_fetch_and(a, v, __ATOMIC_RELAXED); }
+template <typename T> inline T atomicOr(T* a, T v) { return __atomic_fetch_or(a, v, __ATOMIC_RELAXED); }
+template <typename T> inline T atomicXor(T* a, T v) { return __atomic_fetch_xor(a, v, __ATOMIC_RELAXED); }
+inline unsigned atomicInc(unsigned* a, unsigned v) {
+    return lg_atomic_update<unsigned>(a, [](unsigned x, unsigned y) { return x >= y ? 0u : x + 1; }, v);
+}
+inline unsigned atomicDec(unsigned* a, unsigned v) {
+    return lg_atomic_update<unsigned>(a, [](unsigned x, unsigned y) { return x == 0 || x > y ? y : x - 1; }, v);
+}
 inline void __threadfence() { std::atomic_thread_fence(std::memory_order_seq_cst); }
 inline void __threadfence_block() { std::atomic_thread_fence(std::memory_order_seq_cst); }
 
@@ -243,6 +265,8 @@ inline int __float_as_int(float f) { int i; std::memcpy(&i, &f, sizeof i); retur
 inline float __uint_as_float(unsigned i) { float f; std::memcpy(&f, &i, sizeof f); return f; }
 inline unsigned __float_as_uint(float f) { unsigned i; std::memcpy(&i, &f, sizeof i); return i; }
 template <typename T> inline T __ldg(const T* p) { return *p; }
+template <typename T> inline T __ldg(const lg::checked_ptr<const T>& p) { return *p; }
+template <typename T> inline T __ldg(const lg::checked_ptr<T>& p) { return *p; }
 inline int min(int a, int b) { return a < b ? a : b; }
 inline int max(int a, int b) { return a > b ? a : b; }
 inline unsigned min(unsigned a, unsigned b) { return a < b ? a : b; }

@@ -262,11 +262,12 @@ inline int finish(const Launch& launch) {
 }
 
 // The views' checks of the debug build (layoutgen/templates/views.cuh.j2 defines them for the GPU when
-// LG_DEBUG_DEFINED is not defined yet): the same names and arguments, reported as a finding.
+// LG_DEBUG_DEFINED is not defined yet): the same names and arguments, reported as a finding. The checked
+// pointers and references of that header (its lg::footprint) report through out_of_footprint.
 #define LG_DEBUG_DEFINED
 namespace lg {
 __attribute__((noinline)) inline void out_of_field(const char* where, int param, long long row, long long col,
-                                                   long long rows, long long width) {
+                                                   long long rows, long long width, const char* = nullptr, int = 0) {
     char ctx[768], line[1536];
     lg_san::context(ctx, sizeof ctx, __builtin_return_address(0));
     std::snprintf(line, sizeof line, "LGSAN\tkind=field\twhere=%s\tparam=%d\trow=%lld\tcol=%lld\trows=%lld\twidth=%lld%s\n",
@@ -275,20 +276,17 @@ __attribute__((noinline)) inline void out_of_field(const char* where, int param,
     lg_san::stop();
 }
 
-// A row that checks each column against its field before the access (as the debug build's on the GPU).
-template <typename View, typename Base>
-struct CheckedRow : Base {
-    const View* view;
-    long long r;
-    CheckedRow(const View* v, long long row, Base first) : Base(first), view(v), r(row) {}
-    typename Base::element_type& operator[](typename Base::column_type c) const {
-        view->lg_check(r, c);
-        return Base::operator[](c);
-    }
-    template <int BYTES = Base::vector_bytes>
-    decltype(auto) vec(int i) const {
-        view->lg_check(r, (static_cast<long long>(i) + 1) * (BYTES / sizeof(typename Base::element_type)) - 1);
-        return Base::template vec<BYTES>(i);
-    }
-};
+// A checked pointer's access outside its parameter's footprint: the finding AddressSanitizer would make of
+// it (kind=pointer: the same words as kind=footprint), found exactly, whatever the granule, before it.
+// `access`: 0 a read, 1 a write, 2 either (a vector type's element, reached through a reference).
+__attribute__((noinline)) inline void out_of_footprint(const char*, int param, long long row, long long col,
+                                                       long long field_row, long long, long long, long long,
+                                                       int access, const char*, int) {
+    char ctx[768], line[1536];
+    lg_san::context(ctx, sizeof ctx, __builtin_return_address(0));
+    std::snprintf(line, sizeof line, "LGSAN\tkind=pointer\tregion=%d\twrite=%d\tbytes=0\trow=%lld\tcol=%lld\tfield_row=%lld%s\n",
+                  param, access, row, col, field_row, ctx);
+    lg_san::say(line);
+    lg_san::stop();
+}
 }  // namespace lg
