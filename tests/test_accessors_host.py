@@ -23,9 +23,10 @@ from hypothesis import strategies as st
 from layoutgen import Grid, InOut, Kernel, Layout, Spec, View
 from layoutgen.codegen.render import render_spec
 
-host = pytest.importorskip("test_qkv_host")
-props = pytest.importorskip("test_schema_properties")
-pytestmark = pytest.mark.skipif(host.COMPILER is None, reason="no host C++ compiler (g++) here")
+from tests.helpers import host
+from tests.helpers.strategies import all_views, shaped_layouts
+
+pytestmark = host.needs_compiler
 
 
 def _body(view: View, axes: list[str]) -> str:
@@ -78,12 +79,12 @@ SETTINGS = settings(deadline=None, max_examples=25,
 
 
 @SETTINGS
-@given(drawn=props.shaped_layouts(), data=st.data())
+@given(drawn=shaped_layouts(), data=st.data())
 def test_generated_accessors_address_what_numpy_addresses(tmp_path_factory: pytest.TempPathFactory,
                                                           drawn: tuple[Layout, dict[str, int]],
                                                           data: st.DataObject) -> None:
     layout, bound = drawn
-    view = data.draw(st.sampled_from(props._all_views(layout)))
+    view = data.draw(st.sampled_from(all_views(layout)))
     _check(view, bound, tmp_path_factory.mktemp("accessors"))
 
 

@@ -9,12 +9,10 @@ that NVRTC is not asked when a shipped cubin fits.
 from __future__ import annotations
 
 import contextlib
-import importlib.util
 import io
 import json
 import os
 import struct
-import sys
 import warnings
 from pathlib import Path
 from typing import Any
@@ -26,25 +24,9 @@ from layoutgen.project.config import ConfigError, load_config
 from layoutgen.runtime import cache as cache_module
 from layoutgen.runtime import cubin_module, launch, prebuilt
 from layoutgen.runtime.errors import LaunchError
-from layoutgen.runtime.launch import KernelLauncher
 from layoutgen.runtime.prebuilt import PrebuiltFallback, pick_arch
-from tests.test_docs import nvrtc_missing
-
-SPEC = '''\
-from layoutgen import Field, In, Kernel, Layout, Out, Spec, dims, f32
-
-B, K, F = dims("B K F")
-Window = Layout("Window", [B, K], f32, [Field("snap", 40), Field("context", 16)])
-Features = Layout("Features", [B, K], f32, width=40)
-
-scale = Kernel("scale", "scale.cu.j2", [In("x", [B, K, F]), Out("y", [B, K, F])])
-shift = Kernel("shift", "shift.cu.j2", [In("x", [B, K, F]), Out("y", [B, K, F])])
-
-spec = Spec("example", kernels=[scale.bind(x=Window.snap, y=Features), shift.bind(x=Window.snap, y=Features)])
-'''
-SCALE = "    for (int f = 0; f < F; ++f)\n        y.at(row, f) = 2.0f * x.at(row, f);\n"
-SHIFT = "    for (int f = 0; f < F; ++f)\n        y.at(row, f) = x.at(row, f) + 1.0f;\n"
-
+from tests.helpers.aot import SCALE, SHIFT, SPEC, launcher
+from tests.helpers.cli import nvrtc_missing
 
 needs_nvrtc = pytest.mark.skipif(nvrtc_missing() is not None, reason=str(nvrtc_missing()))
 
@@ -87,21 +69,6 @@ def cubin_sm(data: bytes) -> int:
     assert data[:4] == b"\x7fELF", "not a cubin (PTX is text)"
     flags = struct.unpack_from("<I", data, 0x30)[0]
     return int(flags & 0xFF if data[8] < 8 else (flags >> 8) & 0xFF)
-
-
-def launcher(root: Path, kernel: str) -> KernelLauncher:
-    """The generated launcher of ``kernel`` in ``root``'s package `example`, imported from its file."""
-    path = root / "generated" / "example" / "__init__.py"
-    spec = importlib.util.spec_from_file_location("_lg_test_aot_example", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    try:
-        spec.loader.exec_module(module)
-    finally:
-        del sys.modules[spec.name]
-    (found,) = [v for v in vars(module).values() if isinstance(v, KernelLauncher) and v.spec.name == kernel]
-    return found
 
 
 class FakeModule:

@@ -26,15 +26,11 @@ import pytest
 from layoutgen.cli import main
 from layoutgen.codegen.stamp import MARKER, verify
 
+from tests.helpers.cli import layoutgen
+
 REPO = Path(__file__).resolve().parent.parent
 MINI_FILES = ["generated/mini/__init__.py", "generated/mini/copy_context.cu", "generated/mini/mini.cuh",
               "generated/mini/scale_snap.cu"]
-
-
-def layoutgen(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
-    return subprocess.run([sys.executable, "-m", "layoutgen", *args], cwd=cwd, env=env, capture_output=True,
-                          text=True, timeout=300)
 
 
 @pytest.fixture
@@ -457,7 +453,6 @@ def test_show_one_layout(project: Path) -> None:
     assert missing.stdout == ""
     assert missing.stderr == ("layoutgen: error: spec `mini` has no layout, kernel or program `Nope` "
                               "(its layouts: Window, Context; its kernels: scale_snap, copy_context)\n")
-
 
 
 def test_show_errors_go_to_stderr(project: Path) -> None:

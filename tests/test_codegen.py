@@ -22,46 +22,14 @@ import pytest
 from layoutgen import Field, Layout, Site, dims, f16, f32
 from layoutgen.codegen.env import c_float, c_int, c_string, environment, mark_lines, split_marks
 from layoutgen.codegen.model import view_model
-from layoutgen.codegen.render import Rendered, render_spec
+from layoutgen.codegen.render import render_spec
 from layoutgen.codegen.stamp import MARKER, is_generated, verify
 from layoutgen.declare.kernels import In, InOut, Kernel, Out
 from layoutgen.declare.spec import Spec
-from layoutgen.project.config import load_config
-from layoutgen.project.specload import load_spec
 
-REPO = Path(__file__).resolve().parent.parent
-GOLDEN = REPO / "tests" / "golden"
-UPDATE = os.environ.get("LAYOUTGEN_UPDATE_GOLDEN") == "1"
+from tests.helpers.golden import REPO, check_golden, render
 
 B, K, F = dims("B K F")
-
-
-def render(spec_rel: str, debug: bool = False, project: bool = False) -> Rendered:
-    """Render the spec module at ``spec_rel`` (relative to the repository) as `layoutgen generate` does. Golden
-    files pin the code generation alone (no configuration); ``project`` renders with the repository's
-    configuration instead, as its committed `generated/` is (its `include` folders: the VSN's tensor-core header)."""
-    loaded = load_spec(REPO / spec_rel)
-    assert loaded.spec is not None, [str(d) for d in loaded.diagnostics]
-    config = load_config(REPO)
-    include = config.include_from(f"{config.out}/{loaded.spec.name}") if project else ()
-    rendered = render_spec(loaded.spec, REPO, spec_rel, debug=debug, include=include)
-    assert rendered.diagnostics == (), [str(d) for d in rendered.diagnostics]
-    return rendered
-
-
-def check_golden(relative: str, text: str) -> None:
-    path = GOLDEN / relative
-    if UPDATE:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8", newline="")
-        return
-    assert path.is_file(), f"no golden file {path}; run with LAYOUTGEN_UPDATE_GOLDEN=1 to create it"
-    expected = path.read_text(encoding="utf-8")
-    if text != expected:
-        diff = "".join(difflib.unified_diff(
-            expected.splitlines(keepends=True), text.splitlines(keepends=True), f"golden/{relative}", "rendered"
-        ))
-        pytest.fail(f"{relative} differs from its golden file (LAYOUTGEN_UPDATE_GOLDEN=1 to accept):\n{diff}")
 
 
 def line_map(text: str) -> list[tuple[str | None, int | None, str]]:

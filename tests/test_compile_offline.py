@@ -9,23 +9,16 @@ small spec with `--report`. Each test uses its own cache folder.
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
+
+from tests.helpers.cli import layoutgen
 
 REPO = Path(__file__).resolve().parent.parent
 
 
-def layoutgen(args: list[str], cwd: Path, cache: Path) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": str(REPO), "LAYOUTGEN_CACHE_DIR": str(cache)}
-    return subprocess.run([sys.executable, "-m", "layoutgen", *args], cwd=cwd, env=env, capture_output=True,
-                          text=True, timeout=600)
-
-
 def test_every_example_kernel_compiles_without_a_gpu(tmp_path: Path) -> None:
-    run = layoutgen(["check", "--compile", "--arch", "sm_90"], REPO, tmp_path / "cache")
+    run = layoutgen("check", "--compile", "--arch", "sm_90", cwd=REPO, cache=tmp_path / "cache")
     assert run.returncode == 0, run.stdout + run.stderr
     assert run.stdout.strip().endswith("All checks passed: 2 specs, no errors."), run.stdout
     cubins = list((tmp_path / "cache").rglob("*.cubin"))
@@ -37,7 +30,7 @@ def test_a_cpp_error_in_a_template_is_lg501_at_the_templates_own_line(tmp_path: 
     cache = tmp_path / "cache"
     template = REPO / "tests" / "specs" / "broken" / "broken.cu.j2"
     assert "undeclared_variable" in template.read_text().splitlines()[2]  # line 3
-    run = layoutgen(["check", "--compile", "--format", "json", "tests/specs/broken/spec.py"], REPO, cache)
+    run = layoutgen("check", "--compile", "--format", "json", "tests/specs/broken/spec.py", cwd=REPO, cache=cache)
     assert run.returncode == 1, run.stdout + run.stderr
     report = json.loads(run.stdout)
     compile_errors = [d for d in report["diagnostics"] if d["code"] == "LG501"]
@@ -47,7 +40,7 @@ def test_a_cpp_error_in_a_template_is_lg501_at_the_templates_own_line(tmp_path: 
         "path": "tests/specs/broken/broken.cu.j2", "line": 3, "hint": None,
     }]
     # From another folder the path is shown relative to it, still at line 3 of the template.
-    run = layoutgen(["check", "--compile", "specs/broken/spec.py"], REPO / "tests", cache)
+    run = layoutgen("check", "--compile", "specs/broken/spec.py", cwd=REPO / "tests", cache=cache)
     assert run.returncode == 1
     assert 'specs/broken/broken.cu.j2:3: error[LG501]: identifier "undeclared_variable" is undefined\n' in run.stdout
 
@@ -58,12 +51,12 @@ def test_report_lists_registers_and_spills_as_notes_from_the_cache(tmp_path: Pat
     shutil.copytree(REPO / "tests" / "specs" / "mini", project / "specs" / "mini",
                     ignore=shutil.ignore_patterns("__pycache__"))
     (project / "pyproject.toml").write_text('[tool.layoutgen]\nspecs = ["specs/mini/spec.py"]\n')
-    assert layoutgen(["generate", "-q"], project, cache).returncode == 0
-    plain = layoutgen(["check", "--compile"], project, cache)
+    assert layoutgen("generate", "-q", cwd=project, cache=cache).returncode == 0
+    plain = layoutgen("check", "--compile", cwd=project, cache=cache)
     assert plain.returncode == 0, plain.stdout + plain.stderr
     entries = sorted(cache.rglob("*.json"))
     assert len(entries) == 2
-    run = layoutgen(["check", "--compile", "--report"], project, cache)
+    run = layoutgen("check", "--compile", "--report", cwd=project, cache=cache)
     assert run.returncode == 0, run.stdout + run.stderr  # notes only
     assert sorted(cache.rglob("*.json")) == entries  # --report is no part of the key: nothing recompiled
     lines = [ln for ln in run.stdout.splitlines() if "[LG505]" in ln]
@@ -90,8 +83,8 @@ def test_a_last_line_without_semicolon_is_reported_on_the_templates_last_line(tm
         "k = Kernel('open_end', 'open.cu.j2', [In('x', [N, 4]), Out('y', [N, 4])])\n"
         "spec = Spec('openend', kernels=[k.bind(x=Rows, y=Rows)])\n"
     )
-    assert layoutgen(["generate", "-q"], project, tmp_path / "cache").returncode == 0
-    run = layoutgen(["check", "--compile"], project, tmp_path / "cache")
+    assert layoutgen("generate", "-q", cwd=project, cache=tmp_path / "cache").returncode == 0
+    run = layoutgen("check", "--compile", cwd=project, cache=tmp_path / "cache")
     assert run.returncode == 1, run.stdout + run.stderr
     assert run.stdout.startswith('open.cu.j2:2: error[LG501]: expected a ";"\n'), run.stdout
     lines = (project / "generated" / "openend" / "open_end.cu").read_text().splitlines()

@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from layoutgen.runtime.elf import elf_extent, whole_cubin
-from tests.test_docs import nvrtc_missing
+from tests.helpers.cli import nvrtc_missing
 
 needs_nvrtc = pytest.mark.skipif(nvrtc_missing() is not None, reason=str(nvrtc_missing()))
 

@@ -24,7 +24,7 @@ from layoutgen import Buffer, In, Kernel, Launch, Out, Program, ProgramError, Sp
 from layoutgen.checks import check_spec
 from layoutgen.checks.dataflow import Box, check_program, uncovered
 from layoutgen.schema.diagnostics import Severity
-from tests.test_cli import layoutgen
+from tests.helpers.cli import layoutgen
 
 DATAFLOW = Path(__file__).resolve().parent / "specs" / "dataflow"
 N, T, R, C = dims("N T R C")

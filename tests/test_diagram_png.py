@@ -23,7 +23,8 @@ import pytest
 
 from layoutgen.diagrams.drawing import binding_svg, layout_svg, program_svg
 from layoutgen.project.specload import load_spec
-from test_diagram import NS, Box, overlaps, text_boxes
+
+from tests.helpers.diagram import NS, Box, overlaps, text_boxes
 
 REPO = Path(__file__).resolve().parent.parent
 ET.register_namespace("", NS.strip("{}"))

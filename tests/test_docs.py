@@ -25,7 +25,6 @@ import contextlib
 import io
 import os
 import re
-import shlex
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -37,88 +36,9 @@ from layoutgen.cli import main
 from layoutgen.project.config import KEYS
 from layoutgen.schema.diagnostics import CODES
 
-REPO = Path(__file__).resolve().parent.parent
-DOCS = REPO / "docs"
-
-_FENCE = re.compile(r"^```([\w-]*)[^\n]*\n(.*?)^```[ \t]*$", re.M | re.S)
-_FILE_CAPTION = re.compile(r"`([^`\s]+)`:\s*$")
-
-
-def read(path: Path) -> str:
-    return path.read_text(encoding="utf-8")
-
-
-def sections(markdown: str) -> dict[str, str]:
-    """``## LGnnn name`` sections of a page, by code (the text up to the next ``## ``)."""
-    parts = re.split(r"^## ", markdown, flags=re.M)
-    out: dict[str, str] = {}
-    for part in parts[1:]:
-        m = re.match(r"(LG\d{3})\b", part)
-        if m:
-            out[m.group(1)] = "## " + part
-    return out
-
-
-def blocks(text: str) -> list[tuple[str, str, str]]:
-    """Every fenced block of ``text``: (info string, the last non-blank line before it, content)."""
-    out = []
-    for m in _FENCE.finditer(text):
-        before = [line for line in text[: m.start()].splitlines() if line.strip()]
-        out.append((m.group(1), before[-1] if before else "", m.group(2)))
-    return out
-
-
-def files_of(text: str) -> dict[str, str]:
-    """The files a section shows: blocks under a line ending in "`path`:"."""
-    out = {}
-    for _, caption, content in blocks(text):
-        m = _FILE_CAPTION.search(caption)
-        if m:
-            out[m.group(1)] = content
-    return out
-
-
-def console_blocks(text: str) -> list[list[tuple[str, str]]]:
-    """Each ``console`` block as [(command after ``$ ``, the output shown under it)]."""
-    out = []
-    for info, _, content in blocks(text):
-        if info != "console":
-            continue
-        runs: list[tuple[str, str]] = []
-        for line in content.splitlines(keepends=True):
-            if line.startswith("$ "):
-                runs.append((line[2:].strip(), ""))
-            elif runs:
-                runs[-1] = (runs[-1][0], runs[-1][1] + line)
-        out.append(runs)
-    return out
-
-
-def run_layoutgen(command: str, cwd: Path) -> str:
-    """``layoutgen ARGS`` run in-process in ``cwd``: stdout and stderr as one text."""
-    words = shlex.split(command)
-    assert words[0] == "layoutgen", command
-    buffer = io.StringIO()
-    before = Path.cwd()
-    os.chdir(cwd)
-    try:
-        with contextlib.redirect_stdout(buffer), contextlib.redirect_stderr(buffer):
-            main(words[1:])
-    finally:
-        os.chdir(before)
-    return buffer.getvalue()
-
-
-def nvrtc_missing() -> str | None:
-    """Why NVRTC cannot compile here, or None when it can."""
-    try:
-        from layoutgen.runtime.nvrtc import nvrtc_version
-
-        nvrtc_version()
-    except Exception as exc:  # NvrtcUnavailableError, ImportError
-        return f"NVRTC is not available: {exc}"
-    return None
-
+from tests.helpers.cli import nvrtc_missing, run_layoutgen
+from tests.helpers.docs import (DIAGNOSTICS, DOCS, FENCE, FILE_CAPTION, REPO, blocks, console_blocks, files_of, read,
+                                sections)
 
 # -- registries against pages ---------------------------------------------------
 
@@ -220,7 +140,6 @@ def test_the_quickstart_is_exactly_make_demo_and_make_test() -> None:
 
 # -- diagnostics: each example produces its code --------------------------------
 
-DIAGNOSTICS = sections(read(DOCS / "diagnostics.md")) if (DOCS / "diagnostics.md").exists() else {}
 RUNNABLE = sorted(code for code, text in DIAGNOSTICS.items() if console_blocks(text))
 
 
@@ -589,7 +508,7 @@ LINKED = [REPO / "README.md", REPO / "examples" / "vsn" / "README.md", *sorted(D
 
 def _slugs(markdown: str) -> set[str]:
     """GitHub's anchors of a page's headings (outside code blocks)."""
-    text = _FENCE.sub("", markdown)
+    text = FENCE.sub("", markdown)
     out = set()
     for heading in re.findall(r"^#{1,6} (.+?)\s*$", text, flags=re.M):
         slug = re.sub(r"[^\w\- ]", "", heading.lower()).replace(" ", "-")
@@ -599,7 +518,7 @@ def _slugs(markdown: str) -> set[str]:
 
 @pytest.mark.parametrize("page", LINKED, ids=lambda p: p.relative_to(REPO).as_posix())
 def test_relative_links_and_anchors_resolve(page: Path) -> None:
-    text = _FENCE.sub("", read(page))
+    text = FENCE.sub("", read(page))
     broken = []
     for target in re.findall(r"\]\(([^)\s]+)\)", text):
         if re.match(r"[a-z]+:", target):
@@ -660,7 +579,7 @@ def test_the_tutorial_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fres
     printed = ""
     for n, (language, words, caption, content) in enumerate(tutorial_steps(read(TUTORIAL))):
         where = f"docs/tutorial.md, block {n + 1}"
-        file = _FILE_CAPTION.search(caption)
+        file = FILE_CAPTION.search(caption)
         if file:
             (project / file.group(1)).write_text(content, encoding="utf-8")
         elif language == "console":

@@ -12,11 +12,8 @@ from __future__ import annotations
 
 import ast
 import builtins
-import importlib.util
 import re
-import sys
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
@@ -30,6 +27,8 @@ from layoutgen.codegen.escape import (
 from layoutgen.codegen.render import Rendered, render_spec
 from layoutgen.codegen.stamp import verify
 from layoutgen.declare.spec import Spec
+
+from tests.helpers.rendering import load
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -109,22 +108,6 @@ def render_text(tmp: Path, *, spec_path: str = "spec.py", site: str = "spec.py",
     rendered = render_spec(spec, tmp, spec_path, debug=debug)
     assert rendered.diagnostics == (), [str(d) for d in rendered.diagnostics]
     return rendered
-
-
-def load(text: str, tmp: Path, name: str) -> ModuleType:
-    """Import a generated module's text as a fresh module named ``name``."""
-    folder = tmp / name
-    folder.mkdir(exist_ok=True)
-    (folder / "__init__.py").write_text(text, encoding="utf-8")
-    spec = importlib.util.spec_from_file_location(name, folder / "__init__.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    try:
-        spec.loader.exec_module(module)
-    finally:
-        del sys.modules[name]
-    return module
 
 
 INJECTED = '"""\nimport builtins; builtins.LG_INJECTED = True\n"""'

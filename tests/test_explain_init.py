@@ -13,7 +13,7 @@ import pytest
 
 from layoutgen.project.explain import sections
 from layoutgen.schema.diagnostics import CODES
-from tests.test_docs import nvrtc_missing
+from tests.helpers.cli import nvrtc_missing
 
 REPO = Path(__file__).resolve().parent.parent
 

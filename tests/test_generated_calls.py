@@ -15,7 +15,7 @@ import pytest
 
 from layoutgen import In, InOut, Kernel, Layout, LayoutgenError, Scalar, Spec, dims
 from layoutgen.codegen.render import render_spec
-from test_escaping import load
+from tests.helpers.rendering import load
 
 (F,) = dims("F")
 VEC = Layout("Vec", [F], "f32", width=1)

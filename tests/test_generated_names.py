@@ -25,42 +25,22 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-import nvrtc_names
 from layoutgen import (
     Buffer, Field, Grid, In, InOut, Kernel, Launch, Layout, Out, Pad, Program, Spec, dims, f32, field_copies,
 )
-from layoutgen.codegen.render import Rendered, render_spec
 from layoutgen.runtime.launch import KernelLauncher
-from layoutgen.runtime.nvrtc import CompileRequest
 from layoutgen.runtime.program import ProgramRunner
 from layoutgen.runtime.typed import LayoutTag
 from layoutgen.schema import LayoutError
 from layoutgen.schema.diagnostics import CODES, LayoutgenError
-from test_escaping import load
+
+from tests import nvrtc_names
+from tests.helpers import host
+from tests.helpers.rendering import load, nvrtc, render, write_template
 
 REPO = Path(__file__).resolve().parent.parent
-host = pytest.importorskip("test_qkv_host")
 
 # -- helpers ------------------------------------------------------------------------------------------------
-
-
-def render(spec: Spec, tmp: Path, *, debug: bool = False) -> Rendered:
-    rendered = render_spec(spec, tmp, "spec.py", debug=debug)
-    assert rendered.diagnostics == (), [str(d) for d in rendered.diagnostics]
-    return rendered
-
-
-def nvrtc(rendered: Rendered, spec: str) -> None:
-    """Compile every kernel of ``rendered`` with NVRTC, as ``layoutgen check --compile`` does (in a child
-    process: a name that crashes NVRTC fails the test instead of ending the run)."""
-    headers = tuple((p.rsplit("/", 1)[-1], t) for p, t in rendered.files.items() if p.endswith(".cuh"))
-    for path, text in sorted(rendered.files.items()):
-        if path.endswith(".cu"):
-            found = nvrtc_names.compile_in_child(CompileRequest(source=text, name=f"generated/{path}", headers=headers))
-            if found is None:
-                pytest.fail(f"NVRTC crashed or hung on {path}:\n{text}")
-            if found:
-                pytest.fail(f"{path} does not compile: {[str(d) for d in found]}\n{text}")
 
 
 def launcher_of(module: ModuleType, function: str) -> Any:
@@ -74,11 +54,6 @@ def launcher_of(module: ModuleType, function: str) -> Any:
     assert len(called) == 1, (function, fn.__code__.co_names)
     assert named is fn or named is called[0]._fast, f"`{function}` stands in for another launcher's function"
     return called[0]
-
-
-def write_template(tmp: Path, body: str, name: str = "k.cu.j2") -> str:
-    (tmp / name).write_text(body, encoding="utf-8")
-    return name
 
 
 # -- regressions: each of these broke the generated code, or silently changed what it means --------------------

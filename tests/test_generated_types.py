@@ -22,7 +22,7 @@ from layoutgen.codegen.render import render_spec
 from layoutgen.codegen.pymodule import module_model
 from layoutgen.declare.kernels import KernelError
 from layoutgen.runtime.nvrtc import CompileError, CompileRequest, compile_cubin
-from test_generated_names import nvrtc, render, write_template
+from tests.helpers.rendering import nvrtc, render, write_template
 
 
 def test_a_static_symbol_past_2_to_the_31_is_a_long_long_constant(tmp_path: Path) -> None:

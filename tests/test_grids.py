@@ -16,7 +16,7 @@ import shutil
 import subprocess
 import sys
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -29,14 +29,13 @@ from layoutgen.codegen.model import kernel_model, view_model
 from layoutgen.codegen.render import render_spec
 from layoutgen.declare.grids import GRID_NAMES, BlockCount
 from layoutgen.declare.kernels import THREAD_INDEX
-from layoutgen.project.specload import load_spec
 from layoutgen.runtime import driver, launch, occupancy
-from layoutgen.runtime import program as runtime_program
 from layoutgen.runtime.launch import BlockRule, KernelLauncher, KernelSpec, LaunchError, LayoutSpec, ParamSpec
-from tests.test_codegen import check_golden
-from tests.test_escaping import load
-from tests.fake_device import FUNCTION, SMS, fake_device
-from tests.test_launch_validation import BASE, Dev, launcher_of, runner_of
+from tests.fake_device import FUNCTION, SMS
+from tests.helpers.golden import check_golden, render
+from tests.helpers.grids import OUT, device, raises  # noqa: F401  (device: the fixture that records what it would start)
+from tests.helpers.launch import BASE, Dev, launcher_of, runner_of
+from tests.helpers.rendering import load
 
 REPO = Path(__file__).resolve().parent.parent
 SPEC = "tests/specs/grids/spec.py"
@@ -45,23 +44,8 @@ N, B, K, F = dims("N B K F")
 _MODULES = itertools.count()
 
 
-def raises(make: Callable[[], object]) -> KernelError:
-    with pytest.raises(KernelError) as info:
-        make()
-    return info.value
-
-
-def rendered_files(debug: bool = False, spec: str = SPEC) -> dict[str, str]:
-    """The files `spec` (a spec of this repository, this module's by default) renders to, with no diagnostic."""
-    loaded = load_spec(REPO / spec)
-    assert loaded.spec is not None, loaded.diagnostics
-    rendered = render_spec(loaded.spec, REPO, spec, debug=debug)
-    assert rendered.diagnostics == (), [str(d) for d in rendered.diagnostics]
-    return rendered.files
-
-
 def grids_module(tmp: Path, debug: bool = False) -> Any:
-    return load(rendered_files(debug)["grids/__init__.py"], tmp, f"grids_{next(_MODULES)}")
+    return load(render(SPEC, debug).files["grids/__init__.py"], tmp, f"grids_{next(_MODULES)}")
 
 
 # -- declarations ----------------------------------------------------------------------------------------------
@@ -205,11 +189,11 @@ def test_a_name_is_refused_where_the_grid_defines_it_and_compiles_everywhere_els
 
 @pytest.mark.parametrize("name", KERNELS)
 def test_golden_grids(name: str) -> None:
-    check_golden(f"grids/{name}.cu", rendered_files()[f"grids/{name}.cu"])
+    check_golden(f"grids/{name}.cu", render(SPEC).files[f"grids/{name}.cu"])
 
 
 def test_each_grid_places_its_prologue_and_the_launcher_its_count() -> None:
-    files = rendered_files()
+    files = render(SPEC).files
     tiles, warps, persistent, general = (files[f"grids/{k}.cu"] for k in (
         "tile_reverse", "warp_center4", "persistent_colsum", "series_reverse"))
     assert "    [[maybe_unused]] const int tile_rows = x.rows() - tile_row < tile_capacity ? " \
@@ -265,36 +249,9 @@ def test_every_grid_kind_compiles_offline(tmp_path: Path, debug: bool) -> None:
 # -- launches, recorded ---------------------------------------------------------------------------------------
 
 
-
-class Recorder:
-    """A loaded kernel that launches nothing: each call, with its shared memory, recorded."""
-
-    def __init__(self, name: str, made: list[tuple[str, int, int, int]]) -> None:
-        self.name, self.made, self.handle = name, made, FUNCTION
-
-    def __call__(self, blocks: int, block: int, values: list[int], stream: Any, shared: int = 0) -> None:
-        self.made.append((self.name, blocks, block, shared))
-
-
-@pytest.fixture
-def device(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, Any]]:
-    """Device 0, an sm_90 with 132 SMs and 227 KiB a block, on which no launch runs: what each would start is
-    recorded (`made`), with every raise of a kernel's shared-memory limit (`raised`)."""
-    made: list[tuple[str, int, int, int]] = []
-    monkeypatch.setattr(KernelLauncher, "function", lambda self, device, arch: Recorder(self.spec.name, made))
-    for module in (launch, runtime_program):
-        monkeypatch.setattr(module, "find_device", lambda: 0)
-        monkeypatch.setattr(module, "device_arch", lambda device: "sm_90")
-    raised = fake_device(monkeypatch)  # 8 resident blocks of any kernel, raises of its shared limit recorded
-    yield {"made": made, "raised": raised}
-
-
 @pytest.fixture(scope="module")
 def grids(tmp_path_factory: pytest.TempPathFactory) -> Any:
     return grids_module(tmp_path_factory.mktemp("grids_module"))
-
-
-OUT = BASE + 2**32  # where each test's output array lies, clear of the inputs
 
 
 @pytest.mark.parametrize(("rows", "blocks"), [(64 * 3 + 1, 4), (64 * 3 + 63, 4), (64, 1), (1, 1)])

@@ -38,7 +38,7 @@ from layoutgen.runtime import cache as cache_module
 from layoutgen.runtime.cache import CubinCache
 from layoutgen.runtime.nvrtc import CompileRequest, CompileResult, HeaderFolderError, compile_cubin
 from layoutgen.runtime.project_headers import project_header_digest
-from tests.test_docs import nvrtc_missing
+from tests.helpers.cli import nvrtc_missing
 
 B, K, F = dims("B K F")
 ROWS = Layout("Rows", [B], f32, width=4)

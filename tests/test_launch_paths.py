@@ -1,4 +1,4 @@
-"""The compiled launch path (runtime/_fastlaunch.c) against the Python path, without a GPU.
+"""The compiled launch path (runtime/fastlaunch/) against the Python path, without a GPU.
 
 Every refusal of the launch-validation suite is pushed through both paths
 after the same good launch planned them: the compiled path must hand each
@@ -27,9 +27,7 @@ from tests.launch_paths import COMPILED, launch_path, take_path  # noqa: F401  (
 
 from layoutgen.runtime import driver, fastpath, launch
 from layoutgen.runtime.launch import KernelLauncher, KernelSpec, LaunchError, LayoutSpec, ParamSpec, ScalarSpec
-from layoutgen.runtime.arrays import ArrayInfo, interface_info
 from layoutgen.runtime.paths import PYTHON_LAUNCH_ENV
-from layoutgen.runtime.readers import INFOS
 from layoutgen.runtime.plan import SharedArray
 from tests.test_launch_validation import BASE, FWD, B, Dev, K, fwd_args, packed
 
@@ -49,19 +47,8 @@ def test_the_extension_is_built_here_and_imports() -> None:
     assert EXT.__name__ == "layoutgen.runtime._fastlaunch" and EXT.__file__.endswith(".so")
 
 
-def dev_reader(a: Dev) -> tuple[tuple[Any, ...], int]:
-    """A fast reader for the fake arrays: everything the Python path's checks read but the pointer."""
-    cai = a.__cuda_array_interface__
-    return (Dev, cai["shape"], cai["strides"], cai["typestr"], cai["data"][1], a.device.id), cai["data"][0]
-
-
-def dev_info(a: Any, signature: tuple[Any, ...], ptr: Any) -> ArrayInfo:
-    """What a read of ``dev_reader`` says, as ``array_info`` would say it of that read (``a`` is not read)."""
-    _, shape, strides, typestr, readonly, device_id = signature
-    return interface_info(shape, typestr, strides, ptr, readonly, device_id)
-
-
-INFOS[dev_reader] = dev_info  # a launch validates the read it keys on
+# Moved to tests/helpers/launch.py; the names stay importable from here for modules not yet moved over.
+from tests.helpers.launch import dev_info, dev_reader  # noqa: E402, F401
 
 
 @pytest.fixture

@@ -12,14 +12,12 @@ from typing import Any
 
 import pytest
 
-from tests.fake_device import Recorded, fake_device
 from tests.launch_paths import launch_path  # noqa: F401  (the fixture: every test through both launch paths)
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import generated.vsn as vsn
 from layoutgen.runtime import driver, launch
-from layoutgen.runtime import program as runtime_program
 from layoutgen.runtime.launch import MAX_GRID_BLOCKS, KernelLauncher, KernelSpec, LaunchError, LayoutSpec, ParamSpec
 from layoutgen.runtime.program import ProgramGraph
 from tests.test_launch_validation import BASE, FWD, B, Dev, K, ProtocolStream, fwd_args, launcher_of
@@ -42,23 +40,8 @@ def refused(code: str, call: Any) -> LaunchError:
     return info.value
 
 
-@pytest.fixture
-def launched(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, int, list[int]]]:
-    """A device 0 that launches nothing: each launch any launcher would make, recorded."""
-    made: list[tuple[str, int, list[int]]] = []
-
-    def function(self: KernelLauncher, device: int, arch: str) -> Any:
-        return Recorded(lambda blocks, block, values, stream: made.append((self.spec.name, blocks, list(values))))
-
-    monkeypatch.setattr(KernelLauncher, "function", function)
-    fake_device(monkeypatch)
-    for launcher in vars(vsn).values():  # plans cached by earlier tests hold their launch functions
-        if isinstance(launcher, KernelLauncher):
-            monkeypatch.setattr(launcher, "_plans", {})
-    for module in (launch, runtime_program):
-        monkeypatch.setattr(module, "find_device", lambda: 0)
-        monkeypatch.setattr(module, "device_arch", lambda device: "sm_90")
-    return made
+# Moved to tests/helpers/launch.py; the names stay importable from here for modules not yet moved over.
+from tests.helpers.launch import launched  # noqa: E402, F401  (the fixture)
 
 
 # item 5: memory shared with a written argument ---------------------------------------------------------

@@ -10,7 +10,7 @@ tensors are no device arrays, so :class:`OnDevice` (a tensor subclass whose
 from __future__ import annotations
 
 from types import SimpleNamespace
-from typing import Any, NamedTuple
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -29,26 +29,8 @@ B, K = 4, 8
 WHO_Y = "`variable_selection_fwd.y` (Features, layout Features [B, K, 40] f32)"
 
 
-class Device(NamedTuple):  # hashable, like torch.device: the launcher's cache key holds it
-    type: str
-    index: int
-
-
-class OnDevice(torch.Tensor):  # type: ignore[misc]
-    """A CPU tensor that says it is on CUDA device 0."""
-
-    @property
-    def is_cuda(self) -> bool:
-        return True
-
-    @property
-    def device(self) -> Device:  # type: ignore[override]
-        return Device("cuda", 0)
-
-
-def on_device(*shape: int, requires_grad: bool = False) -> Any:
-    t = torch.randn(*shape).as_subclass(OnDevice).detach()  # detached: a leaf
-    return t.requires_grad_() if requires_grad else t
+# Moved to tests/helpers/torch_fakes.py; the names stay importable from here for modules not yet moved over.
+from tests.helpers.torch_fakes import Device, OnDevice, on_device  # noqa: E402, F401
 
 
 def fwd_args(**replace: Any) -> dict[str, Any]:

@@ -27,74 +27,9 @@ from layoutgen.schema.diagnostics import CODES, LayoutgenError
 
 pytestmark = pytest.mark.usefixtures("launch_path")
 
-B, K = 4, 8
-BASE = 0x7F00_0000_0000  # 256-byte aligned, like every CUDA allocation
-
-
-def launcher_of(module: Any, kernel: str) -> KernelLauncher:
-    """A generated module's launcher of ``kernel``, whatever private name the module gives it."""
-    (found,) = [v for v in vars(module).values() if isinstance(v, KernelLauncher) and v.spec.name == kernel]
-    return found
-
-
-def runner_of(module: Any, program: str) -> Any:
-    """A generated module's runner of ``program``."""
-    from layoutgen.runtime.program import ProgramRunner
-
-    (found,) = [v for v in vars(module).values() if isinstance(v, ProgramRunner) and v.spec.name == program]
-    return found
-
-
-FWD = launcher_of(vsn, "variable_selection_fwd")
-BWD = launcher_of(vsn, "variable_selection_bwd")
-ITEMSIZE = {"<f4": 4, "<f8": 8, "<f2": 2, "<i4": 4, "<V2": 2, "<u2": 2, "<i2": 2}
-NAMES = {"<f4": "f32", "<f8": "f64", "<f2": "f16", "<i4": "i32", "<V2": "bf16", "<u2": "u16", "<i2": "i16"}  # layoutgen's names, as messages spell them
-
-
-class Dev:
-    """A fake device array: ``__cuda_array_interface__`` v3, byte strides or None (packed)."""
-
-    def __init__(self, shape: tuple[int, ...], typestr: str = "<f4", ptr: int = BASE,
-                 strides: tuple[int, ...] | None = None, readonly: bool = False, device: int = 0) -> None:
-        self.__cuda_array_interface__: dict[str, Any] = {"version": 3, "shape": shape, "typestr": typestr,
-                                                         "data": (ptr, readonly), "strides": strides}
-        self.device = SimpleNamespace(id=device)
-
-    def described(self) -> str:
-        """What an error message must say about this array (computed here, not by the code under test)."""
-        cai = self.__cuda_array_interface__
-        shape, strides, size = cai["shape"], cai["strides"], ITEMSIZE[cai["typestr"]]
-        elements = tuple(np.empty(shape, np.uint8).strides) if strides is None else tuple(s // size for s in strides)
-        return f"shape [{', '.join(map(str, shape))}], strides {elements} (elements), {NAMES[cai['typestr']]}"
-
-
-class ProtocolStream:
-    """A stream through the CUDA stream protocol: ``__cuda_stream__()`` is (0, its CUstream)."""
-
-    def __init__(self, handle: int) -> None:
-        self.handle = handle
-
-    def __cuda_stream__(self) -> tuple[int, int]:
-        return (0, self.handle)
-
-
-def packed(shape: tuple[int, ...], itemsize: int = 4) -> tuple[int, ...]:
-    """Packed byte strides of ``shape``."""
-    return tuple(s * itemsize for s in np.empty(shape, np.uint8).strides)
-
-
-def fwd_args(nb: int = B, nk: int = K, /, **replace: Any) -> tuple[Any, ...]:
-    """Good arguments of variable_selection_fwd (x, W, b, gates, y), each at its own address; ``replace`` some."""
-    args: dict[str, Any] = {
-        "x": Dev((nb, nk, 56), ptr=BASE),
-        "W": Dev((40, 40), ptr=BASE + 0x100000),
-        "b": Dev((40,), ptr=BASE + 0x200000),
-        "gates": Dev((nb, nk, 40), ptr=BASE + 0x300000),
-        "y": Dev((nb, nk, 40), ptr=BASE + 0x400000),
-    }
-    assert set(replace) <= set(args)
-    args.update(replace)
-    return tuple(args.values())
+# Moved to tests/helpers/launch.py; the names stay importable from here for modules not yet moved over.
+from tests.helpers.launch import (B, BASE, BWD, FWD, NAMES, K, Dev, ProtocolStream, fwd_args,  # noqa: F401, E402
+                                  launcher_of, packed, runner_of)
 
 
 def refused(code: str, launcher: KernelLauncher, arrays: tuple[Any, ...], param: str, device: int = 0) -> str:

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from tests.test_docs import nvrtc_missing, run_layoutgen
+from tests.helpers.cli import nvrtc_missing, run_layoutgen
 
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLE = REPO / "examples" / "own_kernel"

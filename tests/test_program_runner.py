@@ -17,23 +17,9 @@ from tests.fake_device import Recorded, fake_device
 import generated.vsn as vsn
 from layoutgen.runtime import program as runtime_program
 from layoutgen.runtime.launch import KernelLauncher, LaunchError
-from tests.test_launch_validation import BASE, Dev
+from tests.helpers.launch import BASE, LR, SHAPES, B, Dev, K, buffers  # noqa: F401  (SHAPES: re-exported, see test_test_layout)
 
-B, K = 4, 8
-SHAPES = {
-    "raw": (B, K, 40), "stats": (40, 2), "window": (B, K, 56), "ctx": (B, 16), "W": (40, 40), "b": (40,),
-    "gates": (B, K, 40), "y": (B, K, 40), "target": (B, K, 40), "grad_y": (B, K, 40), "grad_W": (40, 40),
-    "grad_b": (40,), "grad_x": (B, K, 40),
-}
-LR = 0.05
 LR_BITS = int.from_bytes(np.float32(LR).tobytes(), "little")  # the f32 `lr` as the launch passes it
-
-
-def buffers(**replace: Any) -> dict[str, Any]:
-    """Good buffers of `vsn_step`, each at its own 1 MiB-apart address; ``replace`` some."""
-    out: dict[str, Any] = {name: Dev(shape, ptr=BASE + i * 0x100000) for i, (name, shape) in enumerate(SHAPES.items())}
-    out.update(replace)
-    return out
 
 
 @pytest.fixture

@@ -10,9 +10,6 @@ without a GPU. Outputs are poisoned first; inputs are fresh random data.
 
 from __future__ import annotations
 
-import ctypes
-import shutil
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -20,11 +17,10 @@ import numpy as np
 import pytest
 
 from examples.qkv import reference as ref
+from tests.helpers.host import REPO, host_kernel, host_launch, needs_compiler
 
-REPO = Path(__file__).resolve().parent.parent
 GENERATED = REPO / "generated" / "qkv"
-COMPILER = shutil.which("g++") or shutil.which("c++")
-pytestmark = pytest.mark.skipif(COMPILER is None, reason="no host C++ compiler (g++) here")
+pytestmark = needs_compiler
 
 # name -> (the generated kernel, its C++ parameter list, the arguments passed on).
 SIGNATURES = {
@@ -35,42 +31,9 @@ SIGNATURES = {
 }
 
 
-def host_kernel(kernel: str, tmp: Path, folder: Path = GENERATED,
-                signature: tuple[str, str, str] | None = None) -> Any:
-    """The generated kernel ``folder/<function>.cu`` compiled for the host: ``fn(*pointers, *sizes, threads, block)``."""
-    function, params, args = signature or SIGNATURES[kernel]
-    source = tmp / f"{kernel}_host.cpp"
-    source.write_text(
-        '#include "cuda_shim.h"\n'
-        f'#include "{function}.cu"\n'
-        f'extern "C" void host_launch({params}, long long threads, int block) {{\n'
-        "    blockDim.x = block;\n"
-        "    for (long long t = 0; t < threads; ++t) {\n"
-        "        blockIdx.x = static_cast<unsigned>(t / block);\n"
-        "        threadIdx.x = static_cast<unsigned>(t % block);\n"
-        f"        {function}({args});\n"
-        "    }\n"
-        "}\n",
-        encoding="utf-8",
-    )
-    library = tmp / f"{kernel}.so"
-    run = subprocess.run(
-        [str(COMPILER), "-std=c++17", "-O1", "-shared", "-fPIC", "-Wall", "-Werror", "-Wno-unused-variable", "-Wno-unknown-pragmas",
-         "-I", str(folder), "-I", str(REPO / "tests" / "host"), str(source), "-o", str(library)],
-        capture_output=True, text=True,
-    )
-    assert run.returncode == 0, run.stderr
-    return ctypes.CDLL(str(library)).host_launch
-
-
-def _ptr(a: np.ndarray[Any, Any]) -> ctypes.c_void_p:
-    assert a.flags.c_contiguous
-    return ctypes.c_void_p(a.ctypes.data)
-
-
-def host_launch(fn: Any, arrays: list[np.ndarray[Any, Any]], sizes: list[int], threads: int, block: int) -> None:
-    fn(*[_ptr(a) for a in arrays], *[ctypes.c_longlong(n) for n in sizes], ctypes.c_longlong(threads),
-       ctypes.c_int(block))
+def qkv_kernel(kernel: str, tmp: Path, folder: Path = GENERATED) -> Any:
+    """A QKV kernel of ``folder`` (the committed generated/qkv by default) built for the host."""
+    return host_kernel(kernel, tmp, folder, SIGNATURES[kernel])
 
 
 @pytest.fixture
@@ -85,7 +48,7 @@ def test_rope_rotates_q_and_k_and_leaves_v(tmp_path: Path, rng: np.random.Genera
     before = qkv.copy()
     # q and k are two views of the same buffer: the launcher passes the array twice.
     # Grid.elements("q"): one thread per element of q, B*S rows of 32 heads of D
-    host_launch(host_kernel("rope", tmp_path), [qkv, qkv, pos], [b, s, d], threads=b * s * ref.H * d, block=128)
+    host_launch(qkv_kernel("rope", tmp_path), [qkv, qkv, pos], [b, s, d], threads=b * s * ref.H * d, block=128)
     want = ref.rope(before, pos[..., 0], d)
     assert ref.relative_error(qkv, want) < 2e-4
     _, _, v = ref.split(qkv, d)
@@ -97,7 +60,7 @@ def test_kv_split_fills_the_caches(tmp_path: Path, rng: np.random.Generator, b: 
     qkv = rng.normal(size=(b, s, (ref.H + 2 * ref.HKV) * d)).astype(np.float32)
     kc = np.full((b, ref.HKV, s, d), np.nan, dtype=np.float32)
     vc = np.full((b, ref.HKV, s, d), np.nan, dtype=np.float32)
-    host_launch(host_kernel("kv_split", tmp_path), [qkv, qkv, kc, vc], [b, s, d], threads=b * ref.HKV * s * d,
+    host_launch(qkv_kernel("kv_split", tmp_path), [qkv, qkv, kc, vc], [b, s, d], threads=b * ref.HKV * s * d,
                 block=128)
     want_k, want_v = ref.kv_split(qkv, d)
     assert not np.isnan(kc).any() and not np.isnan(vc).any(), "an element of a cache was not written"
@@ -154,7 +117,7 @@ def test_rope_on_padded_heads_through_a_named_axis(tmp_path: Path, rng: np.rando
     padded[..., 128:] = np.nan
     pos = rng.integers(0, 512, size=(b, s, 1)).astype(np.int32)
     before = padded.copy()
-    fn = host_kernel("rope_padded", tmp_path, folder=tmp_path)
+    fn = qkv_kernel("rope_padded", tmp_path, folder=tmp_path)
     host_launch(fn, [padded, padded, pos], [b, s], threads=b * s * 32 * d, block=128)
     packed = before[..., :128].reshape(b, s, 48 * d)
     want = ref.rope(packed, pos[..., 0], d).reshape(b, s, 48, d)

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.test_compile_offline import layoutgen
+from tests.helpers.cli import layoutgen
 
 REPO = Path(__file__).resolve().parent.parent
 ROWS = "a row of 'Window.snap' is not a pointer: its rows are 56 elements apart (40 columns each); " \
@@ -35,8 +35,8 @@ def compiled(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[tuple[i
     shutil.copytree(REPO / "tests" / "specs" / "rows", project / "rows", ignore=shutil.ignore_patterns("__pycache__"))
     (project / "pyproject.toml").write_text('[tool.layoutgen]\nspecs = ["rows/spec.py"]\n')
     cache = project / "cache"
-    assert layoutgen(["generate", "-q"], project, cache).returncode == 0
-    run = layoutgen(["check", "--compile", "--arch", "sm_90", "--format", "json"], project, cache)
+    assert layoutgen("generate", "-q", cwd=project, cache=cache).returncode == 0
+    run = layoutgen("check", "--compile", "--arch", "sm_90", "--format", "json", cwd=project, cache=cache)
     found: dict[str, list[tuple[int, str]]] = {}
     for d in json.loads(run.stdout)["diagnostics"]:
         assert d["code"] == "LG501", d
@@ -100,7 +100,7 @@ def test_the_seed_bug_in_each_spelling_is_refused_before_anything_runs(tmp_path:
         "spec = Spec('seed', kernels=[Kernel(f'read_{n}', f'{n}.cu.j2', [In('x', [B, K, F]), Out('y', [B, K, F])],\n"
         "                                    grid=Grid.rows('y')).bind(x=Window.snap, y=Features) for n in NAMES])\n"
     )
-    run = layoutgen(["check"], tmp_path, tmp_path / "cache")
+    run = layoutgen("check", cwd=tmp_path, cache=tmp_path / "cache")
     assert run.returncode == 1
     expected = [
         f"{name}.cu.j2:3: error[LG401]: {spelled} in index arithmetic of kernel `read_{name}` equals {fact} of "

@@ -39,8 +39,8 @@ from layoutgen.runtime.plan import ScalarSpec
 from layoutgen.runtime.program import ProgramRunner
 from layoutgen.runtime.validate import check_scalar
 from layoutgen.schema.scalars import SCALAR_DTYPES, ScalarValueError, integer_range, pack_scalar
-from tests.test_codegen import check_golden, render
-from tests.test_launch_validation import BASE, Dev
+from tests.helpers.golden import check_golden, render
+from tests.helpers.launch import BASE, Dev
 
 REPO = Path(__file__).resolve().parent.parent
 SPEC = "tests/specs/scalars/spec.py"
@@ -184,8 +184,8 @@ def test_golden_scalars(name: str) -> None:
 
 
 def test_a_kernel_with_a_scalar_of_every_dtype_compiles_offline(tmp_path: Path) -> None:
-    from tests.test_compile_offline import layoutgen
-    from tests.test_docs import nvrtc_missing
+    from tests.helpers.cli import layoutgen
+    from tests.helpers.cli import nvrtc_missing
 
     if reason := nvrtc_missing():
         pytest.skip(reason)
@@ -193,8 +193,8 @@ def test_a_kernel_with_a_scalar_of_every_dtype_compiles_offline(tmp_path: Path) 
     shutil.copytree(REPO / "tests" / "specs" / "scalars", project / "specs" / "scalars",
                     ignore=shutil.ignore_patterns("__pycache__"))
     (project / "pyproject.toml").write_text('[tool.layoutgen]\nspecs = ["specs/scalars/spec.py"]\n')
-    assert layoutgen(["generate"], project, tmp_path / "cache").returncode == 0
-    run = layoutgen(["check", "--compile", "--arch", "sm_90"], project, tmp_path / "cache")
+    assert layoutgen("generate", cwd=project, cache=tmp_path / "cache").returncode == 0
+    run = layoutgen("check", "--compile", "--arch", "sm_90", cwd=project, cache=tmp_path / "cache")
     assert run.returncode == 0, run.stdout + run.stderr
     assert run.stdout.strip().endswith("All checks passed: 1 spec, no errors."), run.stdout
     assert len(list((tmp_path / "cache").rglob("*.cubin"))) == 1
@@ -278,7 +278,7 @@ AN_INT = "an integer (a Python int or a NumPy integer scalar)"
     ("x_f64", "0.5", "LG620", f"`echo.x_f64` (scalar f64) must be {WANT}, got '0.5' (str)",
      "parse it first (`float(text)`): a string is never converted"),
     ("x_f32", Dev((1,)), "LG620", f"`echo.x_f32` (scalar f32, finite) must be {WANT}, got an array of shape [1] "
-     "(tests.test_launch_validation.Dev)", "pass a Python or NumPy scalar: `a.item()` copies an array's one value "
+     "(tests.helpers.launch.Dev)", "pass a Python or NumPy scalar: `a.item()` copies an array's one value "
      "(from the device, for a device array)"),
     ("x_u8", 256, "LG621", "`echo.x_u8` (scalar u8) must be an integer from 0 to 255, got 256 (int)",
      "pass a value that `unsigned char` holds, or declare the scalar with a wider dtype: layoutgen never wraps an "

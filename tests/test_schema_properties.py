@@ -29,17 +29,13 @@ from layoutgen.schema import (
     Layout,
     LayoutError,
     Pad,
-    View,
     dims,
 )
-from layoutgen.schema.names import name_problem
-from layoutgen.schema.reserved import reserved_names
+
+from tests.helpers.strategies import NAMES, all_views, shaped_layouts
 
 B, K, T = dims("B K T")
 SYMBOLS = ("B", "K", "T", "H")  # "H" is given as a string
-# Names a field may not take: the attributes of layouts, views and a program's buffers (`window.whole`).
-ATTRIBUTES = frozenset(reserved_names())
-
 SETTINGS = settings(deadline=None, max_examples=200, suppress_health_check=[HealthCheck.too_slow])
 
 
@@ -79,13 +75,6 @@ class Spec:
     declare_width: bool
     as_tuple: bool
     override: dict[str, Any] = field(default_factory=dict)
-
-
-def valid_name(name: str) -> bool:
-    return name_problem(name) is None and name not in ATTRIBUTES
-
-
-NAMES = st.from_regex(r"[A-Za-z][A-Za-z0-9_]{0,5}", fullmatch=True).filter(valid_name)
 
 
 @st.composite
@@ -537,47 +526,8 @@ def test_invalid_layouts_raise_layout_error_with_a_site(kind: str, data: st.Data
 # reports (those the generated accessors use).
 
 
-@st.composite
-def shaped_layouts(draw: st.DrawFn) -> tuple[Layout, dict[str, int]]:
-    from layoutgen import Axis
-
-    names = iter(draw(st.lists(NAMES, min_size=10, max_size=10, unique=True)))
-    entries: list[Any] = []
-    for _ in range(draw(st.integers(1, 4))):
-        kind = draw(st.sampled_from(["flat", "shaped", "pad"]))
-        if kind == "flat":
-            entries.append(Field(next(names), draw(st.integers(1, 5))))
-        elif kind == "shaped":
-            entries.append(Field(next(names), shape=draw(st.lists(st.integers(1, 4), min_size=1, max_size=3))))
-        else:
-            entries.append(Pad(draw(st.integers(1, 3))))
-    if all(isinstance(e, Pad) for e in entries):
-        entries.append(Field(next(names), shape=[2, 3]))
-    leading: list[Any] = []
-    bound: dict[str, int] = {}
-    for symbol in draw(st.lists(st.sampled_from(["B", "K", 1, 2, 3]), min_size=0, max_size=3)):
-        if isinstance(symbol, str):
-            bound.setdefault(symbol, draw(st.integers(1, 3)))
-        leading.append(Dim(symbol) if isinstance(symbol, str) else symbol)
-    if draw(st.booleans()):  # a named axis, after which only static dims follow
-        ranges = [Field(next(names), draw(st.integers(1, 3))) for _ in range(draw(st.integers(1, 3)))]
-        at = draw(st.integers(0, len(leading)))
-        tail = [d if not isinstance(d, Dim) else draw(st.integers(1, 3)) for d in leading[at:]]
-        leading = [*leading[:at], Axis(ranges), *tail]
-        bound = {s: n for s, n in bound.items() if any(isinstance(d, Dim) and d.name == s for d in leading)}
-    return Layout("Shaped", leading, "f32", entries), bound
-
-
 def _evaluate(size: Any, bound: dict[str, int]) -> int:
     return int(size.evaluate(bound))
-
-
-def _all_views(layout: Layout) -> list[View]:
-    views = layout.fields()
-    if layout.axis_ranges is not None:
-        views += [v[r.name] for v in layout.view.fields() if v.axis_range is None for r in layout.axis_ranges.children
-                  if r.kind != "pad"]
-    return views
 
 
 @SETTINGS
@@ -587,7 +537,7 @@ def test_sub_array_and_range_views_address_what_numpy_addresses(drawn: tuple[Lay
     layout, bound = drawn
     shape = tuple(d.size if d.size is not None else bound[str(d.name)] for d in layout.dims) + (layout.width,)
     array = np.arange(math.prod(shape), dtype=np.float32).reshape(shape)
-    for view in _all_views(layout):
+    for view in all_views(layout):
         got = view.of(array)
         assert np.shares_memory(got, array) or got.size == 0
         want_shape = tuple(d.size if d.size is not None else bound[str(d.name)] for d in view.shape)

@@ -30,9 +30,8 @@ from layoutgen.runtime.errors import LaunchError
 from layoutgen.runtime.launch import KernelLauncher
 from layoutgen.runtime.paths import PYTHON_LAUNCH_ENV
 from tests.fake_device import FUNCTION, Recorded, fake_device
-from tests.test_docs import nvrtc_missing
-from tests.test_launch_paths import dev_reader
-from tests.test_launch_validation import Dev
+from tests.helpers.cli import nvrtc_missing
+from tests.helpers.launch import Dev, dev_reader
 
 KERNELS = ("k0", "k1", "k2", "k3")
 #: The files `generate` renames, in its order (by name, the module last).

@@ -21,7 +21,7 @@ from layoutgen.declare.kernels import KernelError
 from layoutgen.declare.tiles import shared_arrays, tile_pitch, tile_vector_bytes
 from layoutgen.project.specload import load_spec
 from layoutgen.checks import check_spec
-from tests.test_generated_names import nvrtc
+from tests.helpers.rendering import nvrtc
 
 REPO = Path(__file__).resolve().parent.parent
 SPEC = "tests/specs/tiles/spec.py"
@@ -134,8 +134,7 @@ def test_a_tile_of_a_field_counted_in_a_symbol_is_lg219_at_check_time() -> None:
 
 @pytest.fixture(scope="module")
 def host_tiles(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    from tests.test_qkv_host import COMPILER
-    from tests.test_vsn_host import cooperative, written_flat
+    from tests.helpers.host import COMPILER, cooperative, written_flat
 
     if COMPILER is None:
         pytest.skip("no host C++ compiler (g++) here")

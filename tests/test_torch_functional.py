@@ -36,9 +36,8 @@ from layoutgen.checks import check_spec  # noqa: E402
 from layoutgen.codegen.render import render_spec  # noqa: E402
 from layoutgen.declare.kernels import Param  # noqa: E402
 from layoutgen.schema.diagnostics import Severity  # noqa: E402
-from tests.test_torch_ops import cpu_as_cuda, on_gpu  # noqa: E402,F401  (fixtures: tensors read as CUDA ones)
-from tests.test_launch_safety import launched  # noqa: E402,F401  (launches recorded, none made)
-from tests.test_launch_torch import OnDevice  # noqa: E402
+from tests.helpers.launch import launched  # noqa: E402,F401  (the fixture: launches recorded, none made)
+from tests.helpers.torch_fakes import OnDevice, cpu_as_cuda, on_gpu  # noqa: E402,F401  (fixtures)
 
 SIZES = {"B": 3, "M": 2}
 

@@ -3,7 +3,7 @@ tracing, autograd plumbing and refusals. Skipped, visibly, without torch.
 
 No GPU here: meta and fake tensors carry shapes through the fake implementations (which is all
 ``torch.compile`` traces), and :class:`OnDevice` tensors (CPU tensors that say they are on CUDA device 0,
-from tests/test_launch_torch.py) reach the launcher, whose checks run as on a GPU; the launch itself is
+from tests/helpers/torch_fakes.py) reach the launcher, whose checks run as on a GPU; the launch itself is
 recorded (the ``launched`` fixture) or, for autograd, done by the float64 reference of examples/vsn.
 """
 
@@ -24,33 +24,12 @@ import generated.vsn.torch_ops as vsn_torch  # noqa: E402
 from examples.vsn import reference  # noqa: E402
 from layoutgen.runtime import driver, torch_ops  # noqa: E402
 from layoutgen.runtime.launch import LaunchError  # noqa: E402
-from tests.test_launch_safety import launched  # noqa: E402,F401  (launches recorded, none made)
-from tests.test_launch_torch import OnDevice, on_device  # noqa: E402
+from tests.helpers.launch import launched  # noqa: E402,F401  (the fixture: launches recorded, none made)
+from tests.helpers.torch_fakes import OnDevice, cpu_as_cuda, on_device, on_gpu  # noqa: E402,F401  (fixtures)
 
 ops = vsn_torch.ops
 REPO = Path(__file__).resolve().parent.parent
 B, K = 4, 8
-
-
-@pytest.fixture
-def on_gpu(launched: list[Any], monkeypatch: pytest.MonkeyPatch) -> list[Any]:
-    """Device 0 is current, torch's stream on it is handle 0x5: what the operators ask before a launch."""
-    monkeypatch.setattr(driver, "find_device", lambda: 0)
-    return launched
-
-
-@pytest.fixture
-def cpu_as_cuda(on_gpu: list[Any], monkeypatch: pytest.MonkeyPatch) -> list[Any]:
-    """Also the tensors an operator allocates (plain CPU tensors: inside an operator no subclass survives)
-    reach the launcher as CUDA tensors of device 0 (the same memory, seen as OnDevice)."""
-    launch = torch_ops._Op.launch
-
-    def as_cuda(self: Any, arguments: Any, tensor: Any) -> None:
-        seen = [a.as_subclass(OnDevice) if isinstance(a, torch.Tensor) else a for a in arguments]
-        launch(self, seen, tensor.as_subclass(OnDevice))
-
-    monkeypatch.setattr(torch_ops._Op, "launch", as_cuda)
-    return on_gpu
 
 
 def meta(*shape: int, grad: bool = False) -> Any:

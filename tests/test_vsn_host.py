@@ -16,61 +16,21 @@ tests/gpu/test_vsn_kernels_gpu.py.
 from __future__ import annotations
 
 import ctypes
-import subprocess
-from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 
 from examples.vsn import reference as ref
-from tests.test_qkv_host import COMPILER, REPO
+from tests.helpers.host import REPO, cooperative, needs_compiler
 
-pytestmark = pytest.mark.skipif(COMPILER is None, reason="no host C++ compiler (g++) here")
+pytestmark = needs_compiler
 GENERATED = REPO / "generated" / "vsn"
 HAND = REPO / "benchmarks" / "roofline"
 INCLUDE = REPO / "examples" / "vsn" / "include"  # vsn_tf32.cuh, [tool.layoutgen] include
 FWD = "const float* x, const float* w, const float* b, float* gates, float* y, long long B, long long K"
 BWD = ("const float* x, const float* w, const float* gates, const float* gy, float* gx, float* gw, float* gb, "
        "long long B, long long K")
-
-
-def written_flat(tmp_path_factory: pytest.TempPathFactory, name: str, files: Mapping[str, str]) -> Path:
-    """A new folder holding ``files`` (rendered paths -> text) side by side, for :func:`cooperative` to build
-    kernels from: a kernel file includes its views header by its bare name."""
-    tmp = tmp_path_factory.mktemp(name)
-    for path, text in files.items():
-        (tmp / Path(path).name).write_text(text, encoding="utf-8")
-    return tmp
-
-
-def cooperative(tmp: Path, source: Path, function: str, params: str, shared: str = "",
-                include: tuple[Path, ...] = ()) -> Any:
-    """``source``'s kernel ``function`` built for the host: ``fn(*pointers, B, K, grid, block)``.
-
-    ``shared`` names the kernel's dynamic shared buffer where it is not ``lg_shared`` (the shim's);
-    ``include`` are further header folders (a project's ``[tool.layoutgen] include``)."""
-    args = ", ".join(p.rsplit(" ", 1)[-1].lstrip("*") for p in params.split(", "))
-    harness = tmp / f"{function}_host.cpp"
-    harness.write_text(
-        '#include "cuda_block_shim.h"\n'
-        + (f"alignas(16) unsigned char {shared}[256 * 1024];\n" if shared else "")
-        + f'#include "{source.name}"\n'
-        f'extern "C" void host_launch({params}, int grid, int block) {{\n'
-        f"    lg_host_run(grid, block, [&] {{ {function}({args}); }});\n"
-        "}\n",
-        encoding="utf-8",
-    )
-    library = tmp / f"{function}.so"
-    run = subprocess.run(
-        [str(COMPILER), "-std=c++20", "-O2", "-shared", "-fPIC", "-pthread", "-Wall", "-Werror",
-         "-Wno-unused-variable", "-Wno-unknown-pragmas", "-I", str(source.parent), "-I", str(REPO / "tests" / "host"),
-         *(f"-I{folder}" for folder in include), str(harness), "-o", str(library)],
-        capture_output=True, text=True, timeout=300,
-    )
-    assert run.returncode == 0, run.stderr
-    return ctypes.CDLL(str(library)).host_launch
 
 
 def launch(fn: Any, arrays: list[np.ndarray[Any, Any]], b: int, k: int, grid: int, block: int = 128) -> None:

@@ -27,11 +27,10 @@ from layoutgen.project.specload import load_spec
 from layoutgen.runtime.debug import check_fault
 from layoutgen.runtime.plan import KernelSpec, SharedArray
 from tests.fake_device import SMS
-from tests.test_escaping import load
-from tests.test_generated_names import nvrtc
-from tests.test_grids import OUT, device, raises  # noqa: F401  (device: the fixture that records what it would start)
-from tests.test_grids import rendered_files as grid_files
-from tests.test_launch_validation import Dev
+from tests.helpers.rendering import load, nvrtc
+from tests.helpers.golden import render
+from tests.helpers.grids import OUT, device, raises  # noqa: F401  (device: the fixture that records what it would start)
+from tests.helpers.launch import Dev
 
 REPO = Path(__file__).resolve().parent.parent
 SPEC = "tests/specs/warp_tiles/spec.py"
@@ -41,7 +40,7 @@ Rows = Layout("Rows", [N], f32, width=40)
 
 
 def rendered_files(debug: bool = False) -> dict[str, str]:
-    return grid_files(debug, SPEC)
+    return render(SPEC, debug).files
 
 
 # -- declarations -----------------------------------------------------------------------------------------------
@@ -275,8 +274,7 @@ def test_the_vsn_kernels_keep_their_barrier_after_the_loop() -> None:
 
 @pytest.fixture(scope="module")
 def host(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    from tests.test_qkv_host import COMPILER
-    from tests.test_vsn_host import cooperative, written_flat
+    from tests.helpers.host import COMPILER, cooperative, written_flat
 
     if COMPILER is None:
         pytest.skip("no host C++ compiler (g++) here")

@@ -16,9 +16,8 @@ import pytest
 
 from layoutgen.codegen.render import render_spec
 from layoutgen.project.specload import load_spec
-from tests.test_generated_names import nvrtc
-from tests.test_qkv_host import COMPILER, REPO
-from tests.test_vsn_host import cooperative, written_flat
+from tests.helpers.rendering import nvrtc
+from tests.helpers.host import COMPILER, REPO, cooperative, written_flat
 
 pytestmark = pytest.mark.skipif(COMPILER is None, reason="no host C++ compiler (g++) here")
 SPEC = "tests/specs/warps/spec.py"

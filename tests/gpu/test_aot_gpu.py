@@ -20,7 +20,7 @@ from layoutgen.cli import main
 from layoutgen.runtime import prebuilt
 from layoutgen.runtime.prebuilt import PrebuiltFallback
 
-from tests.test_aot import SCALE, SHIFT, SPEC, launcher
+from tests.helpers.aot import SCALE, SHIFT, SPEC, launcher
 
 pytestmark = pytest.mark.gpu
 

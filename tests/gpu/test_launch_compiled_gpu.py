@@ -280,14 +280,14 @@ def test_a_program_launches_its_steps_through_one_compiled_call() -> None:
     import cupy
 
     import generated.vsn as vsn
-    from tests.gpu.test_program_gpu import LR, _buffers, _inputs
+    from tests.helpers.gpu_program import LR, step_buffers, step_inputs
 
     runner = vsn._lg_program_vsn_step
     if launch.launch_path() != "compiled":
         pytest.skip(f"launchers take the Python path in this run ({PYTHON_LAUNCH_ENV})")
     assert all(k._fast is not None for k in runner._launchers)
-    inputs = _inputs(np.random.default_rng(5))
-    first, second = _buffers(inputs), _buffers(inputs)
+    inputs = step_inputs(np.random.default_rng(5))
+    first, second = step_buffers(inputs), step_buffers(inputs)
     vsn.vsn_step(**first, lr=LR)
     vsn.vsn_step(**second, lr=LR)  # the launches prepared for the first run, with the second's pointers
     cupy.cuda.runtime.deviceSynchronize()

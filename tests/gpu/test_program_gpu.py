@@ -7,72 +7,28 @@ with NaN first, so an element nothing wrote shows up as an error.
 
 from __future__ import annotations
 
-import importlib.util
-import subprocess
-import sys
-from pathlib import Path
-from types import ModuleType
-from typing import Any
-
 import numpy as np
 import pytest
 
 from examples.vsn import reference as ref
+from tests.helpers.gpu_program import LR, B_, K_, build, step_buffers, step_inputs
 
 pytestmark = pytest.mark.gpu
-REPO = Path(__file__).resolve().parents[2]
 TOL = 1e-5
-B_, K_ = 16, 64
-LR = 0.05
-
-
-def _build(spec: str, out: str, *flags: str) -> ModuleType:
-    """Generate ``spec`` into ``build/<out>`` (ignored by git) and import the generated module."""
-    done = subprocess.run([sys.executable, "-m", "layoutgen", "generate", *flags, "--out", f"build/{out}", spec],
-                          cwd=REPO, capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stdout + done.stderr
-    (init,) = (REPO / "build" / out).glob("*/__init__.py")
-    module_spec = importlib.util.spec_from_file_location(f"{out.replace('-', '_')}_{init.parent.name}", init)
-    assert module_spec is not None and module_spec.loader is not None
-    module = importlib.util.module_from_spec(module_spec)
-    module_spec.loader.exec_module(module)
-    return module
-
-
-def _inputs(rng: np.random.Generator) -> dict[str, np.ndarray]:
-    return {
-        "raw": rng.normal(0.5, 2.0, (B_, K_, 40)),
-        "stats": np.stack([rng.normal(0.5, 0.1, 40), rng.uniform(0.3, 0.7, 40)], axis=1),
-        "ctx": rng.normal(size=(B_, 16)) * 100.0,
-        "target": rng.normal(size=(B_, K_, 40)),
-        "W": rng.normal(size=(40, 40)) * 0.3,
-        "b": rng.normal(size=40),
-    }
-
-
-def _buffers(inputs: dict[str, np.ndarray]) -> dict[str, Any]:
-    """Device buffers of the step: the inputs copied, everything written poisoned with NaN."""
-    import cupy
-
-    dev = {name: cupy.asarray(a.astype(np.float32)) for name, a in inputs.items()}
-    for name, shape in (("window", (B_, K_, 56)), ("gates", (B_, K_, 40)), ("y", (B_, K_, 40)),
-                        ("grad_y", (B_, K_, 40)), ("grad_x", (B_, K_, 40)), ("grad_W", (40, 40)), ("grad_b", (40,))):
-        dev[name] = cupy.full(shape, cupy.nan, cupy.float32)
-    return dev
 
 
 def test_vsn_step_matches_the_reference_and_graph_replay_matches_plain_launches() -> None:
     import generated.vsn as vsn
 
-    inputs = _inputs(np.random.default_rng())
+    inputs = step_inputs(np.random.default_rng())
     want = ref.vsn_step(inputs["raw"], inputs["stats"], inputs["ctx"], inputs["target"], inputs["W"],
                         inputs["b"], LR)
-    plain = _buffers(inputs)
+    plain = step_buffers(inputs)
     vsn.vsn_step(**plain, lr=LR)
     for name, expected in want.items():
         assert ref.relative_error(plain[name].get(), expected) < TOL, name
 
-    replayed = _buffers(inputs)
+    replayed = step_buffers(inputs)
     graph = vsn.capture_vsn_step(**replayed, lr=LR)
     assert graph.launches == 7 and graph.values == {"lr": LR}
     assert np.isnan(replayed["y"].get()).all()  # captured, not run
@@ -94,12 +50,12 @@ def test_graph_replay_trains_with_growing_context_and_stays_finite() -> None:
     import generated.vsn as vsn
 
     rng = np.random.default_rng()
-    inputs = _inputs(rng)
+    inputs = step_inputs(rng)
     inputs["W"] = rng.normal(size=(40, 40)) * 0.05
     inputs["b"] = np.zeros(40)
     x = ref.snap_feature_assemble(inputs["raw"], inputs["stats"])
     inputs["target"] = ref.vsn_forward(x, rng.normal(size=(40, 40)) * 0.5, rng.normal(size=40))[1]
-    buffers = _buffers(inputs)
+    buffers = step_buffers(inputs)
     graph = vsn.capture_vsn_step(**buffers, lr=30.0 / (B_ * K_))  # the learning rate is kept by the graph
     ctx = np.zeros((B_, 16), np.float32)
     losses = []
@@ -119,8 +75,8 @@ def test_debug_build_stops_an_access_outside_the_field_and_names_it() -> None:
 
     from layoutgen.runtime.debug import KernelFault
 
-    debug = _build("tests/specs/debug/spec.py", "gpu-debug-shift", "--debug")
-    release = _build("tests/specs/debug/spec.py", "gpu-release-shift")
+    debug = build("tests/specs/debug/spec.py", "gpu-debug-shift", "--debug")
+    release = build("tests/specs/debug/spec.py", "gpu-release-shift")
     rng = np.random.default_rng()
     row = cupy.asarray(rng.normal(size=(32, 16)).astype(np.float32))
     for module in (debug, release):  # in bounds: both builds copy the head
@@ -150,8 +106,8 @@ def test_debug_build_checks_the_column_of_a_row_object() -> None:
 
     from layoutgen.runtime.debug import KernelFault
 
-    debug = _build("tests/specs/debug/spec.py", "gpu-debug-shift", "--debug")
-    release = _build("tests/specs/debug/spec.py", "gpu-release-shift")
+    debug = build("tests/specs/debug/spec.py", "gpu-debug-shift", "--debug")
+    release = build("tests/specs/debug/spec.py", "gpu-release-shift")
     row = cupy.asarray(np.random.default_rng().normal(size=(32, 16)).astype(np.float32))
     for module in (debug, release):
         dst = cupy.full((32, 8), cupy.nan, cupy.float32)
@@ -170,12 +126,12 @@ def test_debug_build_checks_the_column_of_a_row_object() -> None:
 def test_debug_build_names_the_kernel_that_first_wrote_nan() -> None:
     from layoutgen.runtime.debug import NonFiniteOutput
 
-    debug = _build("examples/vsn/spec.py", "gpu-debug-vsn", "--debug")
-    inputs = _inputs(np.random.default_rng())
-    clean = _buffers(inputs)
+    debug = build("examples/vsn/spec.py", "gpu-debug-vsn", "--debug")
+    inputs = step_inputs(np.random.default_rng())
+    clean = step_buffers(inputs)
     debug.vsn_step(**clean, lr=LR)  # finite inputs: every launch passes its scan
     inputs["W"][3, 5] = np.nan  # one bad weight: the forward kernel is the first to write NaN
-    planted = _buffers(inputs)
+    planted = step_buffers(inputs)
     with pytest.raises(NonFiniteOutput) as bad:
         debug.vsn_step(**planted, lr=LR)
     message = str(bad.value)
@@ -189,7 +145,7 @@ def test_debug_scan_counts_columns_of_d_and_names_the_element() -> None:
 
     from layoutgen.runtime.debug import NonFiniteOutput
 
-    debug = _build("examples/qkv/spec.py", "gpu-debug-qkv", "--debug")
+    debug = build("examples/qkv/spec.py", "gpu-debug-qkv", "--debug")
     b, s, d = 2, 3, 64
     rng = np.random.default_rng()
     host = rng.normal(size=(b, s, 48 * d)).astype(np.float32)
@@ -205,7 +161,7 @@ def test_debug_scan_covers_only_the_named_range_the_kernel_wrote() -> None:
 
     from layoutgen.runtime.debug import NonFiniteOutput
 
-    debug = _build("tests/specs/ranges/spec.py", "gpu-debug-ranges", "--debug")
+    debug = build("tests/specs/ranges/spec.py", "gpu-debug-ranges", "--debug")
     obs = np.random.default_rng().normal(size=(2, 8, 32, 32)).astype(np.float32)
     obs[:, :3] = np.nan  # t1: not this kernel's rows
     obs[..., 30:] = np.nan  # padding
@@ -223,8 +179,8 @@ def test_debug_build_checks_each_index_of_an_accessor() -> None:
 
     from layoutgen.runtime.debug import KernelFault
 
-    debug = _build("tests/specs/debug/spec.py", "gpu-debug-shift", "--debug")
-    release = _build("tests/specs/debug/spec.py", "gpu-release-shift")
+    debug = build("tests/specs/debug/spec.py", "gpu-debug-shift", "--debug")
+    release = build("tests/specs/debug/spec.py", "gpu-release-shift")
     heads = cupy.asarray(np.random.default_rng().normal(size=(16, 32)).astype(np.float32))
     # The release build reads the next head's first element for the last one of heads 0..2.
     dst = cupy.full((16, 32), cupy.nan, cupy.float32)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tests.gpu.test_program_gpu import _build
+from tests.helpers.gpu_program import build
 
 pytestmark = pytest.mark.gpu
 SPEC = "tests/specs/tiles/spec.py"
@@ -20,7 +20,7 @@ SPEC = "tests/specs/tiles/spec.py"
 def test_tiles_of_aligned_and_unaligned_fields_round_trip(rows: int) -> None:
     import cupy
 
-    tiles = _build(SPEC, "gpu-tiles")
+    tiles = build(SPEC, "gpu-tiles")
     rng = np.random.default_rng()
     for suffix in ("", "_async"):  # load() and load_async() (cp.async on the H200)
         window = rng.normal(size=(rows, 1, 56)).astype(np.float32)
@@ -38,8 +38,8 @@ def test_the_debug_build_stops_a_read_outside_the_tile() -> None:
 
     from layoutgen.runtime.debug import KernelFault
 
-    release = _build(SPEC, "gpu-tiles")
-    debug = _build(SPEC, "gpu-tiles-debug", "--debug")
+    release = build(SPEC, "gpu-tiles")
+    debug = build(SPEC, "gpu-tiles-debug", "--debug")
     x = cupy.asarray(np.random.default_rng().normal(size=(40, 3)).astype(np.float32))
     for module in (release, debug):  # in the tile: both builds copy
         y = cupy.full((40, 3), cupy.nan, cupy.float32)

@@ -171,7 +171,7 @@ def _by_hand(name: str):  # type: ignore[no-untyped-def]
     import cupy
 
     from layoutgen.runtime.nvrtc import CompileRequest, compile_cubin
-    from tests.gpu.test_program_gpu import REPO
+    from tests.helpers.gpu_program import REPO
 
     arch = f"sm_{cupy.cuda.Device().compute_capability}"
     source = (REPO / "benchmarks" / "roofline" / f"{name}.cu").read_text()

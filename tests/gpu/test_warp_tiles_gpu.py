@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tests.gpu.test_program_gpu import _build
+from tests.helpers.gpu_program import build
 
 pytestmark = pytest.mark.gpu
 SPEC = "tests/specs/warp_tiles/spec.py"
@@ -24,7 +24,7 @@ SPEC = "tests/specs/warp_tiles/spec.py"
 def test_warps_alone_round_trip_aligned_and_unaligned_fields_and_count_every_row_once(rows: int) -> None:
     import cupy
 
-    tiles = _build(SPEC, "gpu-warp-tiles")
+    tiles = build(SPEC, "gpu-warp-tiles")
     rng = np.random.default_rng()
     window = rng.normal(size=(rows, 1, 56)).astype(np.float32)
     y, total = cupy.full((rows, 1, 40), cupy.nan, cupy.float32), cupy.zeros(1, cupy.float32)
@@ -43,8 +43,8 @@ def test_the_debug_build_stops_a_read_outside_a_warps_tile_and_a_negative_stage(
 
     from layoutgen.runtime.debug import KernelFault
 
-    release = _build(SPEC, "gpu-warp-tiles")
-    debug = _build(SPEC, "gpu-warp-tiles-debug", "--debug")
+    release = build(SPEC, "gpu-warp-tiles")
+    debug = build(SPEC, "gpu-warp-tiles-debug", "--debug")
     x = cupy.asarray(np.random.default_rng().normal(size=(40, 3)).astype(np.float32))
     for module in (release, debug):  # in the tile: both builds copy
         y = cupy.full((40, 3), cupy.nan, cupy.float32)
@@ -69,7 +69,7 @@ def test_a_ring_of_a_blocks_tile_and_a_warps_tile_in_a_grid_of_warps_round_trip(
     `warp_rows`: Grid.warps, a tile of 4 rows for each warp."""
     import cupy
 
-    tiles = _build(SPEC, "gpu-warp-tiles")
+    tiles = build(SPEC, "gpu-warp-tiles")
     window = np.random.default_rng().normal(size=(rows, 1, 56)).astype(np.float32)
     for kernel in (tiles.block_ring, tiles.warp_rows):
         y = cupy.full((rows, 1, 40), cupy.nan, cupy.float32)
