@@ -34,15 +34,17 @@ __all__ = ["ALONE", "COLUMN_ARGUMENT", "FACTOR", "POINTER", "ROW_ARGUMENT", "SUB
            "IndexLiteral", "accessor_call", "index_literals"]
 
 def index_literals(lines: Iterable[str], views: Iterable[str], constants: Sequence[Constants] | None = None,
-                   own: Iterable[str] = (), reading: Reading | None = None) -> list[list[IndexLiteral]]:
+                   own: Iterable[str] = (), reading: Reading | None = None,
+                   pointers: Iterable[Base] = ()) -> list[list[IndexLiteral]]:
     """For each line of a body (code only, as :func:`.cxx.scan` gives it), in order, its constants that
     take part in an index into one of ``views`` (the kernel's parameter names): literals, and the names
     ``constants`` (one per line, :func:`.constants.line_constants`) give a value. ``own`` names memory
     of the kernel's that is no view (its shared arrays and tiles): indexing it is not looked at.
     ``reading`` (:func:`.flow.read_body` of ``lines``): the parameters of the functions the text defines,
     which are no views where a function is read alone, and their calls, where each is read with the call's
-    arguments (what it finds is the calling line's, with ``via`` set)."""
-    reader = _Reader(frozenset(views), own)
+    arguments (what it finds is the calling line's, with ``via`` set). ``pointers``: raw pointer parameters (an
+    existing kernel's ``const float* x``), each the base of its view's array: ``x[...]`` and ``x + ...`` index it."""
+    reader = _Reader(frozenset(views), own, pointers)
     lines = list(lines)
     known = constants if constants is not None else [Constants()] * len(lines)
     out: list[list[IndexLiteral]] = []
@@ -140,10 +142,11 @@ def accessor_call(nodes: Sequence[Node], i: int, views: frozenset[str]) -> tuple
 class _Reader:
     """Reads the lines of one body in order, remembering the names it declares."""
 
-    def __init__(self, views: frozenset[str], own: Iterable[str] = ()) -> None:
+    def __init__(self, views: frozenset[str], own: Iterable[str] = (), pointers: Iterable[Base] = ()) -> None:
         self._views = views
         # declared by the body (or the prologue's shared memory): what it points into (None: nothing)
         self._locals: dict[str, Base | None] = dict.fromkeys(own)
+        self._locals.update((p.view, p) for p in pointers if p.view is not None)  # raw pointer parameters
         self._text = ""
         self._values = Constants()
         self._found: list[IndexLiteral] = []

@@ -50,6 +50,7 @@ class IndexLiteral:
     via: tuple[str, int] | None = None  # read in a helper at its call: (the helper, the index of its line)
     negative: bool = False  # a term subtracted (`F - 1 - d`: 1 and d)
     call: str | None = None  # in an accessor's column: the call up to the column (`x.at(row, `)
+    scaled: bool = False  # inside parentheses multiplied by another factor (`(b * 61 + k) * 56`: 61 counts rows)
 
 
 def is_op(node: Node | None, *texts: str) -> bool:
@@ -162,5 +163,7 @@ def term_constants(text: str, terms: list[tuple[str, list[Node]]], base: Base, p
                                               others), negative=negative))
             elif len(factor) == 1 and (inner := group_of(factor[0], "(")) is not None:
                 # (row * 56 + f) is the index itself, with the terms around it; (r) * 56 is one factor
-                found.extend(index_constants(text, inner.items, base, place, values, others if len(factors) == 1 else ()))
+                inner_found = index_constants(text, inner.items, base, place, values,
+                                              others if len(factors) == 1 else ())
+                found.extend(inner_found if len(factors) == 1 else [replace(f, scaled=True) for f in inner_found])
     return found

@@ -24,6 +24,7 @@ from ..declare.existing_kernels import Carried, ExistingKernel, carried_value
 from ..declare.kernels import Binding, Param
 from ..schema.diagnostics import Diagnostic
 from .escape import c_string, cpp_comment
+from .existing_debug import debug_copy
 
 #: Itanium codes of the builtin types (LP64: int64_t is `long`, as NVRTC and nvcc on Linux define it).
 _BUILTIN = {
@@ -131,10 +132,11 @@ def raw_arguments(binding: Binding, found: GlobalKernel) -> tuple[tuple[object, 
     return tuple(out)
 
 
-def existing_kernel(binding: Binding, text: str | None, shown: str, header: str
+def existing_kernel(binding: Binding, text: str | None, shown: str, header: str, *, debug: bool = False
                     ) -> tuple[str, str, tuple[tuple[object, ...], ...]] | list[Diagnostic]:
     """The generated ``.cu`` of ``binding`` (the file's ``text``, shown as ``shown``), the symbol to load and
-    the raw arguments; or the diagnostics of a declaration that disagrees with the file (LG232..LG239)."""
+    the raw arguments; or the diagnostics of a declaration that disagrees with the file (LG232..LG239).
+    ``debug``: the debug build's copy, its pointers checked (:mod:`.existing_debug`)."""
     kernel = binding.kernel
     assert isinstance(kernel, ExistingKernel)  # noqa: S101 - called for existing kernels only
     found = find_kernel(kernel, text)
@@ -163,5 +165,12 @@ def existing_kernel(binding: Binding, text: str | None, shown: str, header: str
         else:
             what = f"scalar `{arg.name}` ({arg.described})"
         lines.append(f"//   {cpp_comment(p.text)} <- {cpp_comment(what)}")
+    raw = raw_arguments(binding, found)
+    copied = debug_copy(binding, found, text or "", shown) if debug else None
+    if copied is not None:  # the same kernel, its pointers checked: more arguments, so maybe another symbol
+        text, declared, extra = copied
+        symbol, raw = mangled_name(declared) or symbol, (*raw, *extra)
+        lines.append("// Debug build: each pointer parameter is checked (`lg::checked_ptr`), its rows passed after "
+                     "the kernel's own parameters.")
     lines += [f'#include "{header}"', f"#line 1 {c_string(shown)}", text or ""]
-    return "\n".join(lines), symbol, raw_arguments(binding, found)
+    return "\n".join(lines), symbol, raw

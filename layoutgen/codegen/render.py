@@ -308,7 +308,7 @@ def render_spec(
                 text: str | None = template.read_text(encoding="utf-8")
             except (OSError, UnicodeDecodeError):
                 text = None
-            copied = existing_kernel(binding, text, relative(template, root), header)
+            copied = existing_kernel(binding, text, relative(template, root), header, debug=debug)
             if isinstance(copied, list):
                 problems.extend(copied)
             else:

@@ -24,6 +24,7 @@ from ..declare.tiles import shared_arrays
 from ..runtime import paths
 from ..schema.diagnostics import Diagnostic, Site
 from .config import Config
+from .execute_existing import existing_call
 from .execute_findings import finding_diagnostic
 from .execute_harness import (
     HostProgram, build_key, compile_program, compiler_version, find_compiler, headers_digest, host_program,
@@ -91,7 +92,7 @@ def _spec_jobs(result: SpecResult, config: Config) -> list[tuple[HostProgram, di
         params = param_footprints(kernel, layouts, sizes)
         shared, shared_bytes = shared_footprints(shared_arrays(binding), kernel.shared, sizes)
         program = host_program(kernel, f"{kernel.name}.cu", params, shared, shared_bytes, sizes,
-                               grid_blocks(kernel, params, sizes))
+                               grid_blocks(kernel, params, sizes), call=existing_call(binding, sizes))
         jobs.append((program, files, binding.site))
     return jobs
 

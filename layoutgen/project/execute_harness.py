@@ -23,6 +23,8 @@ from .footprints import Footprint
 
 #: The headers layoutgen ships for the host (``#include "lg/host/runtime.h"``).
 INCLUDE_ROOT = Path(__file__).resolve().parent.parent / "include"
+#: The host's stand-ins for CUDA's own headers (``cuda_fp16.h``, ``cuda_bf16.h``), first on the include path.
+CUDA_STAND_INS = INCLUDE_ROOT / "lg" / "host" / "cuda"
 #: Compilers tried in this order where ``CXX`` names none.
 COMPILERS = ("g++", "clang++")
 #: How the host program is built: C++20, AddressSanitizer, line tables for the findings' lines, -O1 (fast to
@@ -65,8 +67,10 @@ def _literal(text: str) -> str:
 
 
 def host_program(kernel: PyKernel, source: str, params: Sequence[Footprint], shared: Sequence[Footprint],
-                 shared_bytes: int, sizes: dict[str, int], blocks: int, seed: int = 1) -> HostProgram:
-    """The C++ of the host program of ``kernel``, whose generated file is ``source``."""
+                 shared_bytes: int, sizes: dict[str, int], blocks: int, seed: int = 1,
+                 call: str | None = None) -> HostProgram:
+    """The C++ of the host program of ``kernel``, whose generated file is ``source``; ``call``: the kernel's call
+    where its signature is not the generated one (an existing kernel's, :mod:`.execute_existing`)."""
     every = [*params, *shared]
     rows = []
     for f in every:
@@ -88,7 +92,7 @@ def host_program(kernel: PyKernel, source: str, params: Sequence[Footprint], sha
         "int main() {\n"
         f"    static lg_san::Launch launch{{{_literal(kernel.name)}, lg_regions, {len(every)}, {shared_bytes}LL, {seed}u}};\n"
         "    lg_san::prepare(launch);\n"
-        f"    lg_host::run({blocks}u, {kernel.block}u, [] {{ {kernel.name}({', '.join(args)}); }}, lg_san::reset_shared);\n"
+        f"    lg_host::run({blocks}u, {kernel.block}u, [] {{ {call or kernel.name + '(' + ', '.join(args) + ')'}; }}, lg_san::reset_shared);\n"
         "    return lg_san::finish(launch);\n"
         "}\n"
     )
@@ -133,7 +137,7 @@ def build_key(program: HostProgram, files: dict[str, str], compiler: str, versio
 
 def compile_program(compiler: str, source: Path, executable: Path, include: Sequence[Path]) -> str | None:
     """Build ``source`` into ``executable``; the compiler's errors where it fails, else None."""
-    command = [compiler, *FLAGS, "-I", str(INCLUDE_ROOT), "-I", str(source.parent),
+    command = [compiler, *FLAGS, "-I", str(CUDA_STAND_INS), "-I", str(INCLUDE_ROOT), "-I", str(source.parent),
                *(f"-I{folder}" for folder in include), str(source), "-o", str(executable)]
     run = subprocess.run(command, capture_output=True, text=True, timeout=600)
     return None if run.returncode == 0 else run.stderr

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from ..checks import check_spec
 from ..checks.lint import each_once, lint_rendered, lint_template
+from ..checks.raw_kernels import lint_existing_kernel
 from ..declare.existing_kernels import ExistingKernel
 from ..checks.suppress import read_suppressions
 from ..codegen.render import relative, render_spec
@@ -54,11 +55,13 @@ def process_spec(config: Config, spec_file: Path) -> SpecResult:
     # The lint reads each template's text, then the body as rendered; a `// layoutgen: ignore` comment
     # suppresses what either finds on its line, and one that suppresses nothing is LG404.
     # (Until both readings ran, a comment's use is not known: LG404 waits for the rendered one.)
-    # An existing kernel (ExistingKernel) is a whole file of raw-pointer code, not a body over views: the
-    # views' lint would read every kernel of the file as this one's body. Its checks read its own signature.
+    # An existing kernel (ExistingKernel) is a whole file of raw-pointer code, not a body over views: its own
+    # lines are read with its pointers as the bases of their arrays (checks/raw_kernels.py), once; it has no
+    # rendered body to read again.
     lintable = [b for b in spec.kernels if not isinstance(b.kernel, ExistingKernel)]
-    comments = read_suppressions([binding.kernel.template_path for binding in lintable])
+    comments = read_suppressions([binding.kernel.template_path for binding in spec.kernels])
     linted = [d for binding in lintable for d in lint_template(binding, binding.kernel.template_path)]
+    linted += [d for binding in spec.kernels for d in lint_existing_kernel(binding)]
     kept, used = comments.apply(each_once(linted))  # a template bound twice: each cause once
     diags = reported([*diags, *kept])
     if _failed(diags):
