@@ -62,9 +62,23 @@ EXPECTED = {
     "float4_cast": "tests/specs/sanitizer/float4_cast.cu.j2:3: " + LG650,
     "other_view_stride": "tests/specs/sanitizer/other_view_stride.cu.j2:2: " + LG650,
     "entry_pitch": "tests/specs/sanitizer/entry_pitch.cu:13: " + LG650,
-    "tile_capacity_loop": ("tests/specs/sanitizer/bad.py:<N>: LG654: `tile_capacity_loop` wrote NaN to `y` (Packed) "
-                           "at row <N>, column <N> although every input was finite: it computed with memory nothing "
-                           "wrote"),
+    # The last of 6 tiles of 32 rows holds 183 - 160 = 23: the loop to the capacity reads row 23 first.
+    "tile_capacity_loop": ("tests/specs/sanitizer/tile_capacity_loop.cu.j2:6: LG655: `tile_capacity_loop` read shared "
+                           "`xs` (a tile of x) at row 23, column <N>, past the 23 rows it holds (capacity 32), in "
+                           "block 5, thread <N>: the NaN it read reached `y` (Packed) at row 160, column <N>"),
+    # One persistent block over the 6 tiles: the last one's rows 23.. held the tile before's rows (finite) until
+    # the copy left them all-ones; read through a raw pointer, the NaN shows without the read's line.
+    "persistent_capacity_loop": ("tests/specs/sanitizer/persistent_capacity_loop.cu.j2:6: LG655: "
+                                 "`persistent_capacity_loop` read shared `xs` (a tile of x) at row 23, column <N>, past "
+                                 "the 23 rows it holds (capacity 32), in block 0, thread <N>: the NaN it read reached "
+                                 "`y` (Packed) at row 160, column <N>"),
+    "persistent_capacity_raw": ("tests/specs/sanitizer/bad.py:<N>: LG654: `persistent_capacity_raw` wrote NaN to `y` "
+                                "(Packed) at row 160, column <N> although every input was finite: it computed with "
+                                "memory nothing wrote"),
+    # A static __shared__ array is one per block (it was each thread's own), all-ones before each block.
+    "static_shared_block": ("tests/specs/sanitizer/bad.py:<N>: LG654: `static_shared_block` wrote NaN to `y` (Packed) "
+                            "at row <N>, column <N> although every input was finite: it computed with memory nothing "
+                            "wrote"),
     # The GPU's debug build says the same of these (LG611, layoutgen/runtime/debug.py's field_fault).
     "narrow_fill": ("tests/specs/sanitizer/narrow_fill.cu.j2:1: LG651: `narrow_fill` indexed `n` (Narrow) at row <N>, "
                     "column <N>, outside the field (183 rows, 40 columns), " + T
@@ -216,8 +230,17 @@ def test_a_kernel_the_host_runtime_cannot_build_is_reported_not_executed() -> No
     (found,) = executed(SPECS / "odd.py")
     assert (str(found.site), found.code, found.message) == (
         "tests/specs/sanitizer/odd.py:12", "LG531",
-        "`halves` was not executed on the CPU: the host runtime cannot build it: sanitizer_odd.cuh:10:10: fatal error: "
-        "cuda_fp16.h: No such file or directory")
+        "`library` was not executed on the CPU: the host runtime cannot build it: "
+        "tests/specs/sanitizer/odd_library.cu.j2:2:10: fatal error: cub/cub.cuh: No such file or directory")
+
+
+def test_16_bit_float_kernels_execute_and_a_wrong_stride_in_one_is_refused() -> None:
+    """f16 and bf16 kernels build against the host's cuda_fp16.h and cuda_bf16.h (they were reported not
+    executed): an f16 kernel and a bf16 warp reduction pass, an f16 read at the packed stride is refused."""
+    found = [f"{d.site}: {d.code}: {d.message}" for d in executed(SPECS / "halves.py")]
+    pattern = re.escape("tests/specs/sanitizer/half_stride.cu.j2:2: LG650: `half_stride` read `x` (Mixed.feat) at row "
+                        "<N>, column <N>, outside the field's columns 0..8 (rows 12 elements apart), " + T)
+    assert len(found) == 1 and re.fullmatch(pattern.replace("<N>", r"\d+"), found[0]), found
 
 
 def test_a_kernel_that_crashes_is_reported_at_its_line() -> None:

@@ -101,6 +101,10 @@ CHECKED_PROBE = r"""
 #include "lg/host/runtime.h"
 #include "lg/host/sanitizer.h"
 namespace lg {  // what the checked header names of the views header
+struct site {
+    const char* file;
+    int line;
+};
 template <long long, long long, long long, long long> struct AxisRows;
 enum class Packing { strided, contiguous };
 template <typename, typename, int, int, int, int, Packing, typename, typename, typename> struct Field;
@@ -153,3 +157,73 @@ def test_a_checked_pointer_reports_every_access_outside_its_footprint_exactly(
     else:
         assert fields["kind"] == "pointer", findings[0]
         assert (int(fields["row"]), int(fields["col"])) == divmod(element, f.row_stride)
+
+
+# A shared tile's rows past those its copy held (views.cuh.j2's SharedTile in the debug build): the CPU run names
+# the read of one (LG655) exactly where its value reaches an output, and never a read that is thrown away (a
+# tensor-core tile computes rows it never stores) or one of a held row. The probe is the kernel of
+# tests/specs/sanitizer/tile_probe.py, one block over a tile of 8 rows: `count` rows copied in, row `read` read
+# through the accessor, its value stored in the output where `flows`.
+TILE_PROBE = r"""
+#include "lg/host/runtime.h"
+#include "lg/host/sanitizer.h"
+#include "tile_probe.cu"
+static lg_san::Region lg_regions[] = {
+    {"x", "Rows", 0, 4, 'f', 8LL, 4LL, 0LL, 4LL, 0LL, 0LL, 0LL, 1LL, 0LL},
+    {"y", "Rows", 1, 4, 'f', 8LL, 4LL, 0LL, 4LL, 0LL, 0LL, 0LL, 1LL, 0LL},
+    {"xs", "a tile of x", 3, 4, 'f', 8LL, 4LL, 0LL, 4LL, 0LL, 0LL, 0LL, 1LL, 0LL},
+};
+static int count, row, flows;
+int main(int argc, char** argv) {
+    count = std::atoi(argv[1]), row = std::atoi(argv[2]), flows = std::atoi(argv[3]);
+    static lg_san::Launch launch{"tile_probe", lg_regions, 3, 128LL, 1u};
+    lg_san::prepare(launch);
+    lg_host::run(1u, 32u, [] { tile_probe(reinterpret_cast<const float*>(lg_regions[0].base),
+                                          reinterpret_cast<float*>(lg_regions[1].base), count, row, flows, 8LL); },
+                 lg_san::reset_shared);
+    return lg_san::finish(launch);
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def tile_probe(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from layoutgen.project.config import load_config
+    from layoutgen.project.execute import _spec_jobs
+    from layoutgen.project.process import SpecResult
+    from layoutgen.project.specload import load_spec
+
+    repo = Path(__file__).resolve().parent.parent
+    spec = repo / "tests" / "specs" / "sanitizer" / "tile_probe.py"
+    loaded = load_spec(spec)
+    assert loaded.spec is not None, loaded
+    result = SpecResult(spec.relative_to(repo).as_posix(), loaded.spec, {"rendered": ""}, (), None)
+    ((_, files, _),) = _spec_jobs(result, load_config(repo))
+    folder = tmp_path_factory.mktemp("tile")
+    for name, text in files.items():
+        (folder / name).write_text(text, encoding="utf-8")
+    (folder / "probe.cpp").write_text(TILE_PROBE, encoding="utf-8")
+    compiler = find_compiler()
+    assert compiler is not None
+    run = subprocess.run([compiler, *FLAGS, "-I", str(INCLUDE_ROOT), "-I", str(folder), str(folder / "probe.cpp"),
+                          "-o", str(folder / "probe")], capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr
+    return folder / "probe"
+
+
+@settings(max_examples=40, deadline=None)
+@given(count=st.integers(0, 8), read=st.integers(0, 7), flows=st.booleans())
+def test_a_read_past_a_tiles_rows_is_named_where_its_value_reaches_an_output(
+        tile_probe: Path, count: int, read: int, flows: bool) -> None:
+    run = subprocess.run([str(tile_probe), str(count), str(read), str(int(flows))], capture_output=True, text=True,
+                         timeout=60, env={"ASAN_OPTIONS": ASAN_OPTIONS})
+    findings = [line for line in run.stderr.splitlines() if line.startswith("LGSAN\t")]
+    assert findings, run.stderr
+    fields = dict(part.split("=", 1) for part in findings[0].split("\t")[1:] if "=" in part)
+    if flows and read >= count:
+        assert fields["kind"] == "unheld", findings[0]
+        assert (fields["tile"], fields["tile_row"], fields["tile_col"], fields["held"], fields["capacity"]) == (
+            "0", str(read), "0", str(count), "8")
+        assert (fields["region"], fields["row"], fields["col"]) == ("1", "0", "0")  # y's element it reached
+    else:
+        assert fields["kind"] == "done", findings[0]

@@ -30,6 +30,7 @@ from .execute_harness import (
     HostProgram, build_key, compile_program, compiler_version, find_compiler, headers_digest, host_program,
 )
 from .footprints import chosen_sizes, grid_blocks, param_footprints, shared_footprints
+from .host_shared import static_shared
 from .process import SpecResult
 
 #: Seconds a kernel may run on the CPU before it is reported as not finishing (LG532).
@@ -81,8 +82,8 @@ def _spec_jobs(result: SpecResult, config: Config) -> list[tuple[HostProgram, di
     rendered = render_spec(spec, config.root, result.path, debug=True, out=config.out,
                            cache_dir=config.cache_dir_from(module_dir), templates=config.template_paths,
                            include=config.include_from(module_dir))
-    files = {path.rsplit("/", 1)[-1]: text for path, text in rendered.files.items()
-             if path.endswith((".cu", ".cuh", ".h"))}
+    files = {path.rsplit("/", 1)[-1]: static_shared(text) for path, text in rendered.files.items()
+             if path.endswith((".cu", ".cuh", ".h"))}  # static __shared__ arrays one per block (host_shared.py)
     sources = {id(lay): declared_in(lay.site, config.root) for lay in spec.layouts}
     model = module_model(spec, sources)
     layouts = {lay.name: lay for lay in model["layouts"]}  # type: ignore[attr-defined]

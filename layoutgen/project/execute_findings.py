@@ -77,7 +77,7 @@ def finding_diagnostic(program: HostProgram, fields: dict[str, str], executable:
     kernel = program.kernel
     pc = fields.get("pc", "")
     where = user_site(executable, pc, fields.get("calls", ""), root,
-                      call=kind in ("field", "pointer", "barrier", "barrier-exit", "divergent")) or site
+                      call=kind in ("field", "pointer", "barrier", "barrier-exit", "divergent", "unheld")) or site
     if kind in ("footprint", "pointer"):  # AddressSanitizer's finding, or a checked pointer's (the same words)
         f = program.footprints[int(fields["region"])]
         verb = {"0": "read", "1": "wrote"}.get(fields["write"], "accessed")
@@ -116,6 +116,8 @@ def finding_diagnostic(program: HostProgram, fields: dict[str, str], executable:
                           "barrier: move it out of the branch, and return only after the last one")
     f = program.footprints[int(fields["region"])]
     row, col = int(fields["field_row"]), int(fields["col"]) - f.offset
+    if kind == "unheld":
+        return _unheld(program, fields, f, row, col, where)
     if kind == "unwritten":
         return Diagnostic("LG653", f"`{kernel}` left {_array(f)} unwritten at row {row}, column {col} "
                           f"({program.blocks} blocks of {program.threads} threads)", site,
@@ -125,3 +127,15 @@ def finding_diagnostic(program: HostProgram, fields: dict[str, str], executable:
                       "input was finite: it computed with memory nothing wrote", site,
                       hint="a read past the rows a tile holds (a short last tile), or of an output element "
                       "before it is written")
+
+
+def _unheld(program: HostProgram, fields: dict[str, str], out: Footprint, row: int, col: int,
+            where: Site | None) -> Diagnostic:
+    """A NaN in an output after a read of a shared tile's row past those it holds (LG655), at the read's line."""
+    tile = program.footprints[program.params + int(fields["tile"])]
+    held = int(fields["held"])
+    message = (f"`{program.kernel}` read {_array(tile)} at row {fields['tile_row']}, column {fields['tile_col']}, past "
+               f"the {held} {'row' if held == 1 else 'rows'} it holds (capacity {fields['capacity']}), in "
+               f"{_thread(fields)}: the NaN it read reached {_array(out)} at row {row}, column {col}")
+    return Diagnostic("LG655", message, where, hint="loop over the rows a tile holds (`tile_rows`, `t.rows`: the count "
+                      "its copy was given), not over its capacity: a short last tile holds fewer")

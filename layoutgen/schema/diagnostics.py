@@ -187,6 +187,7 @@ CODES: dict[str, Code] = _registry(
     Code("LG652", "divergent-barrier", _E, "a barrier that some threads of the block (or lanes of the warp) never reach"),
     Code("LG653", "unwritten-output", _E, "a kernel run on the CPU left an element of an output's field unwritten"),
     Code("LG654", "output-from-unwritten", _E, "an output computed from memory nothing wrote (NaN from finite inputs)"),
+    Code("LG655", "read-past-tile-rows", _E, "a read of a shared tile's row past those it holds reached an output"),
 )
 
 

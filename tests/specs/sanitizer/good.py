@@ -2,7 +2,8 @@
 
 Warp shuffles, a block reduction with atomics (shared and global), tiles with short last tiles of 1 and
 of R-1 rows (183 rows: 7 tiles of 26 and 1, 3 of 46 and 45), a cp.async ring of a persistent grid's warps,
-a hand-written entry, and raw and checked (`auto`) pointers used at the right stride.
+a hand-written entry, raw and checked (`auto`) pointers used at the right stride, and block reductions through a
+static `__shared__` array (one per block on the host too) in a template and in a hand-written entry.
 """
 
 from layoutgen import (
@@ -29,6 +30,10 @@ ring = Kernel("ring", "good_ring.cu.j2", [In("x", [B, K, F]), Out("y", [B, K, F]
               grid=Grid.persistent_warps("x", rows=32, block=128), shared=[Tile("xs", "x", scope="warp", stages=3)])
 auto_pointer_rows = Kernel("auto_pointer_rows", "good_auto_pointer.cu.j2", [In("x", [B, K, F]), Out("y", [B, K, F])],
                            grid=Grid.rows("x", block=128))
+static_shared = Kernel("static_shared_sum", "good_static_shared.cu.j2", [In("x", [B, K, F]), InOut("total", [F])],
+                       grid=Grid.tiles("x", rows=32, block=128))
+static_entry = SourceKernel("static_shared_entry", "good_static_entry.cu", [In("x", [B, K, F]), InOut("total", [F])],
+                            entry="column_sums", grid=Grid.tiles("x", rows=128, block=128))
 entry = SourceKernel("entry_rows", "good_entry.cu", [In("x", [B, K, F]), Out("y", [B, K, F])],
                      entry="copy_features", grid=Grid.rows("x", block=128))
 
@@ -41,4 +46,6 @@ spec = Spec("sanitizer_good", kernels=[
     tail_r_minus_1.bind(x=Window.snap, y=Packed),
     ring.bind(x=Window.snap, y=Packed),
     entry.bind(x=Window.snap, y=Packed),
+    static_shared.bind(x=Window.snap, total=Sums),
+    static_entry.bind(x=Window.snap, total=Sums),
 ])

@@ -2,7 +2,8 @@
 // `layoutgen check --execute`. Every thread of a block is a host thread (threadIdx is thread_local; the
 // blocks of a launch run one after another), __syncthreads() and __syncwarp() are barriers that know which
 // threads of the block have returned, warp shuffles and votes exchange through the warp's barrier, atomics
-// are the compiler's, shared memory is one buffer the block's threads share, cp.async copies synchronously
+// are the compiler's, shared memory is one buffer the block's threads share (and a static __shared__ array one
+// static array: LG_STATIC_SHARED below), cp.async copies synchronously
 // (the views header's fallback below sm_80) and the warp's m16n8k8 TF32 mma.sync is emulated
 // (host_mma_m16n8k8_tf32). A barrier some threads never reach, or two barriers reached by different threads
 // at once, is reported through lg_host_violation (lg/host/sanitizer.h) instead of hanging.
@@ -16,6 +17,7 @@
 #include <cstring>
 #include <mutex>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #define __global__
@@ -49,6 +51,35 @@ inline int4 make_int4(int x, int y, int z, int w) { return {x, y, z, w}; }
 
 // The dynamic shared memory of the block running (`extern __shared__ unsigned char lg_shared[]`).
 alignas(64) unsigned char lg_shared[256 * 1024];
+
+// A static `__shared__` array: the host program's files say LG_STATIC_SHARED for a `__shared__` that is not
+// `extern` (layoutgen/project/host_shared.py), so the array is static: one for the kernel, which is one for the
+// block, as the blocks run one after another and their threads all see it. LG_SHARED_RESET registers it to be
+// filled with all-ones bytes (NaN) when first reached and before every later block, as the dynamic buffer is:
+// what a block reads of it before writing shows in its outputs. (CUDA allows no initializer on a __shared__
+// variable, so a static's once-only initialization loses nothing.)
+#define LG_STATIC_SHARED static
+namespace lg_host {
+struct SharedStatics {
+    std::mutex mutex;
+    std::vector<std::pair<void*, std::size_t>> arrays;
+};
+inline SharedStatics shared_statics;
+struct SharedStaticReset {
+    SharedStaticReset(void* at, std::size_t bytes) {
+        std::memset(at, 0xff, bytes);
+        std::lock_guard<std::mutex> lock(shared_statics.mutex);
+        shared_statics.arrays.emplace_back(at, bytes);
+    }
+};
+inline void reset_shared_statics() {
+    for (const auto& [at, bytes] : shared_statics.arrays) std::memset(at, 0xff, bytes);
+}
+}  // namespace lg_host
+#define LG_SHARED_CAT2(a, b) a##b
+#define LG_SHARED_CAT(a, b) LG_SHARED_CAT2(a, b)
+#define LG_SHARED_RESET(name) \
+    static lg_host::SharedStaticReset LG_SHARED_CAT(lg_shared_reset_, __COUNTER__){&(name), sizeof(name)}
 
 // Reported by lg/host/sanitizer.h: a barrier or a thread's exit that breaks the block's rules. Never returns.
 [[noreturn]] void lg_host_violation(const char* kind, const char* what, const void* pc);
@@ -312,6 +343,7 @@ void run(unsigned grid, unsigned block, Kernel kernel, Before before_block) {
     for (unsigned b = 0; b < grid; ++b) {
         blockIdx.x = b;
         before_block(b);
+        reset_shared_statics();
         BlockState s;
         s.block.expected = static_cast<int>(block);
         s.alive = static_cast<int>(block);

@@ -129,6 +129,16 @@ inline void on_asan_report(const char* report) {
 
 inline std::vector<unsigned char*> allocations;
 
+// The first read of the launch, through a shared tile's accessor, of a row past those the tile holds (its
+// copy's all-ones bytes still there; lg::unheld_read below): named where a NaN reaches an output, as its cause.
+struct Unheld {
+    std::atomic<int> hit{0};
+    int tile = 0;
+    long long row = 0, col = 0, held = 0, capacity = 0;
+    char where[768] = "";  // the reader's block, thread and calls (context() below): addr2line finds its line
+};
+inline Unheld unheld;
+
 // What an output element holds before the kernel writes it: a NaN whose payload arithmetic does not make (a
 // float) or all-ones bytes (an integer); what is left of it afterwards was never written. The shared buffer
 // is all-ones bytes instead, so that a NaN computed from it tells itself apart.
@@ -236,11 +246,22 @@ inline int finish(const Launch& launch) {
                     double v;
                     std::memcpy(&v, at, 8);
                     nan = std::isnan(v);
+                } else if (r.kind == 'h' || r.kind == 'b') {  // every exponent bit set, a mantissa bit too
+                    std::uint16_t v;
+                    std::memcpy(&v, at, 2);
+                    const std::uint16_t exponent = r.kind == 'h' ? 0x7c00u : 0x7f80u;
+                    nan = (v & exponent) == exponent && (v & ~exponent & 0x7fffu) != 0;
                 }
                 if ((ones && r.access == 1) || (nan && !ones)) {
-                    char line[512];
-                    std::snprintf(line, sizeof line, "LGSAN\tkind=%s\tregion=%d\trow=%lld\tcol=%lld\tfield_row=%lld\tkernel=%s\n",
-                                  ones ? "unwritten" : "nan", i, row, c, r.field_row(row), launch.kernel);
+                    char line[1024];
+                    if (!ones && unheld.hit.load())  // the NaN's likely cause: a read past a tile's rows
+                        std::snprintf(line, sizeof line, "LGSAN\tkind=unheld\tregion=%d\trow=%lld\tcol=%lld\tfield_row=%lld"
+                                      "\ttile=%d\ttile_row=%lld\ttile_col=%lld\theld=%lld\tcapacity=%lld%s\n", i, row, c,
+                                      r.field_row(row), unheld.tile, unheld.row, unheld.col, unheld.held, unheld.capacity,
+                                      unheld.where);
+                    else
+                        std::snprintf(line, sizeof line, "LGSAN\tkind=%s\tregion=%d\trow=%lld\tcol=%lld\tfield_row=%lld\tkernel=%s\n",
+                                      ones ? "unwritten" : "nan", i, row, c, r.field_row(row), launch.kernel);
                     say(line);
                     return 3;
                 }
@@ -274,6 +295,22 @@ __attribute__((noinline)) inline void out_of_field(const char* where, int param,
                   where, param, row, col, rows, width, ctx);
     lg_san::say(line);
     lg_san::stop();
+}
+
+// A read through a shared tile's accessor of a row past those it holds (views.cuh.j2's SharedTile::lg_unheld):
+// the first is kept, not reported: it is the cause finish() names where a NaN reaches an output.
+__attribute__((noinline)) inline void unheld_read(const char*, int tile, long long row, long long col, long long held,
+                                                  long long capacity, const char*, int) {
+    int expected = 0;
+    if (!lg_san::unheld.hit.compare_exchange_strong(expected, 1)) return;
+    lg_san::unheld.tile = tile;
+    lg_san::unheld.row = row;
+    lg_san::unheld.col = col;
+    lg_san::unheld.held = held;
+    lg_san::unheld.capacity = capacity;
+    // The caller's line from the return address, as out_of_field's: g++ evaluates __builtin_LINE() in the
+    // accessors' lg::site default argument at the declaration, not at the call.
+    lg_san::context(lg_san::unheld.where, sizeof lg_san::unheld.where, __builtin_return_address(0));
 }
 
 // A checked pointer's access outside its parameter's footprint: the finding AddressSanitizer would make of
