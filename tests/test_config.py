@@ -321,6 +321,19 @@ def test_an_ignored_error_on_the_command_line_is_refused(root: Path) -> None:
     )
 
 
+def test_a_kernel_not_executed_cannot_be_ignored_for_a_project(root: Path) -> None:
+    """LG531 (a kernel `check --execute` could not run) may be accepted only on its kernel's binding line, with a
+    reason: `ignore` refuses it, and a prefix that covers it leaves it reported."""
+    assert error(root, 'ignore = ["LG531"]\n') == (
+        f"`[tool.layoutgen].ignore` must be a list of codes that can be ignored ({IGNORABLE}) or their prefixes, "
+        'got "LG531": LG531 (not-executed) may be turned off only on the line it is reported at, by a comment that '
+        "says why (`# layoutgen: ignore[LG531]: why`) (pyproject.toml)")
+    project(root, 'ignore = ["LG5"]\n')
+    selection = load_config(root).selection
+    assert [code for code in ("LG505", "LG530", "LG531", "LG532") if selection.reports(code)] == [
+        "LG530", "LG531", "LG532"]
+
+
 def test_a_prefix_that_covers_errors_ignores_only_what_can_be_ignored(root: Path) -> None:
     project(root, 'ignore = ["LG4"]\n')
     selection = load_config(root).selection

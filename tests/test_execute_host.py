@@ -24,6 +24,7 @@ from layoutgen.project.execute import execute_results
 from layoutgen.project.process import SpecResult
 from layoutgen.project.specload import load_spec
 from layoutgen.schema.diagnostics import Diagnostic
+from tests.helpers.debug_fault import install_fault
 
 REPO = Path(__file__).resolve().parent.parent
 SPECS = REPO / "tests" / "specs" / "sanitizer"
@@ -153,26 +154,10 @@ def test_a_checked_pointer_is_refused_at_the_access(pointers: dict[str, str], ke
 def _gpu_fault(monkeypatch: pytest.MonkeyPatch, words: list[int], file: bytes) -> Diagnostic:
     """The launcher's report of a debug build's fault record holding ``words`` and ``file`` (lg::Fault of
     views.cuh.j2), for kernel `lane_loop` with parameter `x` bound to Window.snap (136 columns, 0..96)."""
-    import numpy as np
-
     from layoutgen.runtime import debug
     from layoutgen.runtime.plan import KernelSpec, LayoutSpec, ParamSpec
 
-    values = np.zeros(12 + 32, np.int64)
-    values[:12] = words
-    values[12:] = np.frombuffer(file.ljust(256, b"\0"), np.int64)
-
-    class Record:
-        nbytes = values.nbytes
-
-        def get(self) -> np.ndarray:  # type: ignore[type-arg]
-            return values
-
-        def fill(self, value: int) -> None:
-            values[:] = value
-
-    monkeypatch.setattr(debug, "_fault_record", lambda module: Record())
-    monkeypatch.setattr(debug, "_synchronize", lambda stream: None)
+    values = install_fault(monkeypatch, file, **dict(zip(debug.FaultRecord._fields, words, strict=True))).values
     window = LayoutSpec("Window", ("B", "K"), 136, "f32", 4)
     spec = KernelSpec("lane_loop", "lane_loop.cu", (ParamSpec("x", "in", window, "Window.snap", 4, cols=(0, 96)),),
                       ("B", "K"), 0, 1, 128)
@@ -189,7 +174,7 @@ def _cpu_finding(fields: dict[str, str]) -> Diagnostic:
 
     program = HostProgram("lane_loop", "lane_loop.cu", (Footprint("x", "Window.snap", "in", 4, "f", 183, 136, 0, 96),),
                           1, 2, 128, 0, "")
-    return finding_diagnostic(program, {"pc": "", "calls": "", **fields}, Path("/nonexistent"), None, REPO)
+    return finding_diagnostic(program, {"pc": "", "calls": "", **fields}, None, None)
 
 
 def test_the_gpu_and_the_cpu_word_a_field_fault_alike(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -255,3 +240,130 @@ def test_no_host_compiler_is_an_error_not_a_pass(monkeypatch: pytest.MonkeyPatch
     assert (found.site, found.code, found.message) == (
         None, "LG530", "`check --execute` needs a host C++ compiler with AddressSanitizer, found none (tried `CXX`, "
         "g++, clang++)")
+
+
+# -- what a finding's address means --------------------------------------------------------------------------
+
+@pytest.mark.parametrize("kind", ["footprint", "address", "pointer", "field", "barrier", "barrier-exit",
+                                  "divergent", "unheld", "crash"])
+def test_a_findings_pc_is_read_as_a_return_address_but_a_crashs(kind: str) -> None:
+    """Every finding's pc is the return address of a call (AddressSanitizer's reports too: `__asan_report_*`
+    is called, and its pc is where it returns), which may lie on the next line: its line is that of the byte
+    before. A crash's pc is the faulting instruction itself. (`float4_cast` was reported at line 4, where the
+    report's call returned, for its read at line 3.)"""
+    from layoutgen.project.execute_findings import finding_place
+
+    assert finding_place({"kind": kind, "pc": "0x401000", "calls": "0x401100"}) == (
+        "0x401000", "0x401100", kind != "crash")
+
+
+def test_a_finding_is_read_where_another_threads_output_leads_its_line() -> None:
+    """AddressSanitizer's threads print too: a finding's line may follow their text without a newline
+    (`AddressSanitizerLGSAN\\tkind=crash...`, seen in the crash test): it is read all the same."""
+    from layoutgen.project.execute import finding_records
+
+    stderr = ("AddressSanitizer:DEADLYSIGNAL\nAddressSanitizerLGSAN\tkind=crash\twhat=FPE\tblock=0\tthread=2\n"
+              "==1==ABORTING\nLGSAN\tkind=done\n")
+    assert finding_records(stderr) == [{"kind": "crash", "what": "FPE", "block": "0", "thread": "2"},
+                                       {"kind": "done"}]
+
+
+# -- a host program cached by content serves every checkout -------------------------------------------------
+
+RELOCATED_SPEC = '''from layoutgen import Field, Grid, In, Kernel, Layout, Out, Spec, dims, f32
+
+B, K, F = dims("B K F")
+Window = Layout("Window", [B, K], f32, [Field("snap", 96), Field("ctx", 40)], doc="96 features, 40 of context")
+Packed = Layout("Packed", [B, K], f32, width=96, doc="the features, packed")
+
+
+def rows_kernel(name):
+    return Kernel(name, f"{name}.cu.j2", [In("x", [B, K, F]), Out("y", [B, K, F])], grid=Grid.rows("x", block=128))
+
+
+spec = Spec("moved", kernels=[rows_kernel("const_stride").bind(x=Window.snap, y=Packed),
+                              rows_kernel("helper_stride").bind(x=Window.snap, y=Packed)])
+'''
+RELOCATED_HELPER = '''#pragma once
+// A project header's helper that assumes packed rows.
+__device__ inline void copy_packed_row(const float* from, float* to, long long row, int width) {
+    for (int c = 0; c < width; ++c) to[c] = from[row * width + c];
+}
+'''
+
+
+def _relocated_project(root: Path, cache: Path) -> None:
+    (root / "kernels" / "include").mkdir(parents=True)
+    (root / "pyproject.toml").write_text(f'[tool.layoutgen]\nspecs = ["kernels/spec.py"]\ninclude = ["kernels/include"]\n'
+                                         f'cache_dir = "{cache.as_posix()}"\n')
+    (root / "kernels" / "spec.py").write_text(RELOCATED_SPEC)
+    (root / "kernels" / "include" / "rows.cuh").write_text(RELOCATED_HELPER)
+    (root / "kernels" / "const_stride.cu.j2").write_text((SPECS / "const_stride.cu.j2").read_text())
+    (root / "kernels" / "helper_stride.cu.j2").write_text(
+        '{% block preamble %}\n#include "rows.cuh"\n{% endblock %}\n'
+        "    copy_packed_row(&x.at(0, 0), &y.at(row, 0), row, F);\n")
+
+
+def _findings_in(root: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> list[str]:
+    monkeypatch.chdir(root)
+    assert main(["check", "--execute", "--ignore", "LG4"]) == 1
+    out = capsys.readouterr().out
+    return sorted(line.split(" error[LG650]: ")[0] for line in out.splitlines() if "error[LG650]" in line)
+
+
+def test_a_host_program_built_in_one_checkout_reports_relative_lines_in_another(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """Host programs are cached by content, so a second checkout of a project runs the programs the first
+    built: their findings name the lines relative to the project, a template's and a project header's, not
+    where the first checkout lay (they named its absolute paths)."""
+    cache = tmp_path / "cache"
+    first, second = tmp_path / "first", tmp_path / "elsewhere" / "second"
+    _relocated_project(first, cache)
+    second.parent.mkdir()
+    shutil.copytree(first, second)
+    expected = ["kernels/const_stride.cu.j2:3:", "kernels/include/rows.cuh:4:"]
+    assert _findings_in(first, monkeypatch, capsys) == expected
+    built = sorted(p.parent.name for p in (cache / "execute").rglob("program"))
+    assert len(built) == 2
+    shutil.rmtree(first)  # nothing of the first checkout is left to read
+    assert _findings_in(second, monkeypatch, capsys) == expected
+    assert sorted(p.parent.name for p in (cache / "execute").rglob("program")) == built  # the same programs ran
+
+
+# -- LG531 accepted for one kernel, on its line, with a reason -----------------------------------------------
+
+def _odd_project(root: Path, comment: str) -> Path:
+    root.mkdir(exist_ok=True)
+    (root / "pyproject.toml").write_text('[tool.layoutgen]\nspecs = ["odd.py"]\n')
+    (root / "odd_library.cu.j2").write_text((SPECS / "odd_library.cu.j2").read_text())
+    text = (SPECS / "odd.py").read_text()
+    binding = "spec = Spec(\"sanitizer_odd\", kernels=[library.bind(x=Rows, y=Rows)])"
+    assert binding in text
+    (root / "odd.py").write_text(text.replace(binding, binding + comment))
+    return root / "odd.py"
+
+
+def _executed_in(root: Path, spec: Path) -> list[Diagnostic]:
+    loaded = load_spec(spec)
+    assert loaded.spec is not None, loaded
+    result = SpecResult(spec.relative_to(root).as_posix(), loaded.spec, {"rendered": ""}, (), None)
+    return execute_results([result], load_config(root), progress=False)
+
+
+def test_a_kernel_not_executed_is_an_error_that_only_its_binding_line_may_accept(tmp_path: Path) -> None:
+    """LG531 is an error: a kernel the host runtime cannot run was not checked and must not pass. A team may
+    accept it for one kernel, with a reason, by a comment on the line of its binding; without a reason, or for
+    the whole project, it stays."""
+    from layoutgen.schema.diagnostics import CODES, Off, Severity
+
+    assert (CODES["LG531"].severity, CODES["LG531"].turned_off) == (Severity.ERROR, Off.LINE)
+    accepted = _odd_project(tmp_path / "accepted", "  # layoutgen: ignore[LG531]: CUB's scan, checked on the GPU")
+    assert _executed_in(tmp_path / "accepted", accepted) == []
+    bare = _odd_project(tmp_path / "bare", "  # layoutgen: ignore[LG531]")
+    (found,) = _executed_in(tmp_path / "bare", bare)
+    assert (found.code, found.site.line if found.site else None) == ("LG531", 12)
+    assert found.hint == ("the host runtime lacks what this kernel uses (see the compiler's message); its accesses "
+                          "were not checked. To accept that for this kernel, end its binding's line with "
+                          "`# layoutgen: ignore[LG531]: why`")
+    other = _odd_project(tmp_path / "other", "  # layoutgen: ignore[LG401]: not this one")
+    assert [d.code for d in _executed_in(tmp_path / "other", other)] == ["LG531"]

@@ -94,22 +94,13 @@ def test_every_access_outside_the_footprint_is_reported_and_none_inside(
         assert fields["kind"] == "address", findings[0]
 
 
-# The debug build's checked pointer (layoutgen/templates/checked.cuh.j2) over the same random footprints, with
+# The debug build's checked pointer (layoutgen/include/lg/checked.cuh) over the same random footprints, with
 # 4-byte elements, so that a field may start inside an 8-byte granule: its check is exact where
 # AddressSanitizer's cannot be, and reports before AddressSanitizer would, in the same fields.
 CHECKED_PROBE = r"""
 #include "lg/host/runtime.h"
 #include "lg/host/sanitizer.h"
-namespace lg {  // what the checked header names of the views header
-struct site {
-    const char* file;
-    int line;
-};
-template <long long, long long, long long, long long> struct AxisRows;
-enum class Packing { strided, contiguous };
-template <typename, typename, int, int, int, int, Packing, typename, typename, typename> struct Field;
-}  // namespace lg
-#include "checked.cuh"
+#include "lg/checked.cuh"
 int main(int argc, char** argv) {
     long long v[9];
     for (int i = 0; i < 9; ++i) v[i] = std::atoll(argv[i + 1]);
@@ -129,8 +120,6 @@ int main(int argc, char** argv) {
 @pytest.fixture(scope="module")
 def checked_probe(tmp_path_factory: pytest.TempPathFactory) -> Path:
     folder = tmp_path_factory.mktemp("checked")
-    checked = Path(__file__).resolve().parent.parent / "layoutgen" / "templates" / "checked.cuh.j2"
-    (folder / "checked.cuh").write_text(checked.read_text(encoding="utf-8"), encoding="utf-8")  # plain C++
     (folder / "probe.cpp").write_text(CHECKED_PROBE, encoding="utf-8")
     compiler = find_compiler()
     assert compiler is not None

@@ -17,12 +17,12 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..schema.diagnostics import CODES, Diagnostic, Severity, Site
+from ..schema.diagnostics import CODES, Diagnostic, Off, Severity, Site
 from .cxx import scan
 
-#: Errors that may be turned off: the lint's findings about how a template spells its indexing. The
-#: template still renders and compiles; whether a literal 40 is a stride is the author's call.
-LINT_ERRORS = frozenset({"LG401", "LG403"})
+#: Errors that may be turned off (the registry says which: the lint's findings about how a template spells its
+#: indexing).
+LINT_ERRORS = frozenset(c.code for c in CODES.values() if c.severity is Severity.ERROR and c.turned_off is Off.ANYWHERE)
 
 _DIRECTIVE = re.compile(r"\s*layoutgen:")
 # `ignore[CODES]` then any text (`: why`, ` why`), or a bare `ignore` then any text that does not make it a
@@ -34,7 +34,7 @@ _HINT = "write `// layoutgen: ignore[LG401]` (codes separated by commas) or `// 
 
 def can_ignore(code: str) -> bool:
     """Whether diagnostics of ``code`` may be turned off without letting broken output be written."""
-    return CODES[code].severity is not Severity.ERROR or code in LINT_ERRORS
+    return CODES[code].turned_off is Off.ANYWHERE
 
 
 # What the lint reports on a template's lines, which a comment there can suppress.

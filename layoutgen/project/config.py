@@ -22,7 +22,7 @@ from typing import Any
 from ..checks.suppress import can_ignore
 from ..schema.diagnostics import CODES, display_path
 from .root import find_root as find_root  # re-exported: where the project is
-from .selection import Selection
+from .selection import Selection, why_not_ignored
 
 #: Every key of ``[tool.layoutgen]``, with a one-line description and its
 #: default; the configuration docs are generated from this table.
@@ -193,12 +193,9 @@ def _check_ignore(value: object) -> tuple[str, ...]:
     codes = _codes(value)
     ignorable = ", ".join(sorted(c for c in CODES if can_ignore(c)))
     for item in codes:
-        covered = [code for code in CODES if code.startswith(item)]
-        if not any(can_ignore(code) for code in covered):
-            what = (f"{item} ({CODES[item].name}) is an error" if item in CODES
-                    else f"every code starting with {item} is an error")
-            raise _Invalid(f"a list of codes that can be ignored ({ignorable}) or their prefixes",
-                           f"{_shown(item)}: {what} that stops generation")
+        why = why_not_ignored(item)
+        if why is not None:
+            raise _Invalid(f"a list of codes that can be ignored ({ignorable}) or their prefixes", f"{_shown(item)}: {why}")
     return codes
 
 

@@ -3,14 +3,17 @@
 For each spec the debug build is rendered (its views check every index); for each kernel binding a host
 program (:mod:`.execute_harness`) is built with AddressSanitizer against the host runtime layoutgen ships,
 cached by content, and run at sizes chosen from the declarations (:mod:`.footprints`) on random finite
-inputs, outputs poisoned. Its first finding becomes a diagnostic at the user's line (LG650..LG654); a
-kernel that cannot be built for the host is reported as not executed (LG531), one that crashes or hangs
-as LG532, and no compiler at all as LG530. Nothing is passed in silence.
+inputs, outputs poisoned. Each bad line it finds becomes a diagnostic at the user's line (LG650..LG655; a
+line once, at most :data:`MAX_FINDINGS` a kernel); a kernel that cannot be built for the host is reported as
+not executed (LG531, an error that only a comment on the kernel's binding line saying why accepts: the
+team's decision, in the code, :func:`accepted`), one that crashes or hangs as LG532, and no compiler at all
+as LG530. Nothing is passed in silence.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -25,9 +28,10 @@ from ..runtime import paths
 from ..schema.diagnostics import Diagnostic, Site
 from .config import Config
 from .execute_existing import existing_call
-from .execute_findings import finding_diagnostic
+from .execute_findings import finding_diagnostic, finding_place, prefix_maps, user_sites
 from .execute_harness import (
-    HostProgram, build_key, compile_program, compiler_version, find_compiler, headers_digest, host_program,
+    INCLUDE_ROOT, HostProgram, build_key, compile_program, compiler_version, find_compiler, headers_digest,
+    host_program,
 )
 from .footprints import chosen_sizes, grid_blocks, param_footprints, shared_footprints
 from .host_shared import static_shared
@@ -35,9 +39,17 @@ from .process import SpecResult
 
 #: Seconds a kernel may run on the CPU before it is reported as not finishing (LG532).
 RUN_TIMEOUT = 120
-#: AddressSanitizer's settings for the run: no leak check (the process ends on the first finding), addresses
-#: left for layoutgen to read back.
-ASAN_OPTIONS = "detect_leaks=0:symbolize=0:handle_abort=1:allocator_may_return_null=1"
+#: AddressSanitizer's settings for the run: no leak check (the process may end at a finding), addresses left
+#: for layoutgen to read back, and the run going on after a report (each place reported once), so that every
+#: bad line of a kernel is found (the sanitizer ends it after a few hundred places).
+ASAN_OPTIONS = ("detect_leaks=0:symbolize=0:handle_abort=1:allocator_may_return_null=1:halt_on_error=0:"
+                "suppress_equal_pcs=1")
+#: The most lines reported for one kernel: the first lines of a kernel that goes wrong everywhere say enough.
+MAX_FINDINGS = 8
+#: A finding's line of the host program's stderr: where a line holds one (another thread's output may lead it).
+_FINDING = re.compile(r"LGSAN\t[^\n]*")
+#: The comment on a kernel's binding line that accepts its LG531, and says why.
+_ACCEPTED = re.compile(r"#\s*layoutgen:\s*ignore\[\s*LG531\s*\]\s*:\s*\S")
 
 
 def execute_results(results: Sequence[SpecResult], config: Config, *, progress: bool = True) -> list[Diagnostic]:
@@ -71,7 +83,21 @@ def execute_results(results: Sequence[SpecResult], config: Config, *, progress: 
         found = list(pool.map(one, jobs))
     if show:
         print("\r\x1b[K", end="", file=sys.stderr, flush=True)
-    return [d for diags in found for d in diags]
+    return [d for diags in found for d in diags if not accepted(d)]
+
+
+def accepted(diag: Diagnostic) -> bool:
+    """Whether ``diag`` is an LG531 that the line it is reported at (the kernel's binding) accepts with
+    ``# layoutgen: ignore[LG531]: why``: a kernel the host runtime cannot run may be left unchecked only by a
+    decision written where the kernel is bound, with its reason (never for a whole project: the registry's
+    ``Off.LINE``)."""
+    if diag.code != "LG531" or diag.site is None:
+        return False
+    try:
+        lines = Path(diag.site.path).read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError):
+        return False
+    return 0 < diag.site.line <= len(lines) and _ACCEPTED.search(lines[diag.site.line - 1]) is not None
 
 
 def _spec_jobs(result: SpecResult, config: Config) -> list[tuple[HostProgram, dict[str, str], Site | None]]:
@@ -111,14 +137,16 @@ def _run_one(program: HostProgram, files: dict[str, str], site: Site | None, com
                 (build / name).write_text(text, encoding="utf-8")
             source = build / f"{program.kernel}.host.cpp"
             source.write_text(program.text, encoding="utf-8")
-            errors = compile_program(compiler, source, build / "program", config.include_paths)
+            maps = prefix_maps(config.root, build, config.include_paths, INCLUDE_ROOT)
+            errors = compile_program(compiler, source, build / "program", config.include_paths, config.root, maps)
             if errors is not None:
                 errors = errors.replace(f"{build}/", "")  # name the kernel's files as the user knows them
                 first = next((line for line in errors.splitlines() if "error" in line), errors.strip()[:300])
                 return [Diagnostic("LG531", f"`{program.kernel}` was not executed on the CPU: the host runtime cannot "
                                    f"build it: {first.strip()}", site,
                                    hint="the host runtime lacks what this kernel uses (see the compiler's message); "
-                                   "its accesses were not checked")]
+                                   "its accesses were not checked. To accept that for this kernel, end its binding's "
+                                   "line with `# layoutgen: ignore[LG531]: why`")]
             os.replace(build / "program", executable)  # whole or not at all: another run may read it
     env = {**os.environ, "ASAN_OPTIONS": ASAN_OPTIONS}
     try:
@@ -129,12 +157,27 @@ def _run_one(program: HostProgram, files: dict[str, str], site: Site | None, com
                            f"({program.blocks} blocks of {program.threads} threads)", site,
                            hint="a barrier or a spin that waits for something no thread does, or a loop that does "
                            "not end at these sizes")]
-    lines = [line for line in run.stderr.splitlines() if line.startswith("LGSAN\t")]
-    if not lines:
+    records = finding_records(run.stderr)
+    if not records:
         tail = run.stderr.strip().splitlines()[-1:] or [f"exit status {run.returncode}"]
         return [Diagnostic("LG532", f"`{program.kernel}` crashed on the CPU: {tail[0]}", site,
                            hint="run it under a debugger: the host program is " + str(executable))]
-    fields = dict(part.split("=", 1) for part in lines[0].split("\t")[1:] if "=" in part)
-    if fields.get("kind") == "done":
-        return []
-    return [finding_diagnostic(program, fields, executable, site, config.root)]
+    records = [r for r in records if r.get("kind") != "done"]
+    found = user_sites(executable, [finding_place(r) for r in records], config.root, config.include_paths)
+    return _distinct_lines([finding_diagnostic(program, r, at, site) for r, at in zip(records, found)])
+
+
+def finding_records(stderr: str) -> list[dict[str, str]]:
+    """The findings of a host program's ``stderr``, in order: each ``LGSAN`` line's key=value pairs, found where
+    the line holds one (another thread's output, with no newline, may lead it)."""
+    return [dict(part.split("=", 1) for part in line.split("\t")[1:] if "=" in part)
+            for line in _FINDING.findall(stderr)]
+
+
+def _distinct_lines(diags: Sequence[Diagnostic]) -> list[Diagnostic]:
+    """Each (code, line) once, the first found; in the order of their lines; at most :data:`MAX_FINDINGS`."""
+    seen: dict[tuple[str, str], Diagnostic] = {}
+    for d in diags:
+        seen.setdefault((d.code, str(d.site)), d)
+    ordered = sorted(seen.values(), key=lambda d: (d.site.path, d.site.line) if d.site else ("", 0))
+    return ordered[:MAX_FINDINGS]

@@ -2,7 +2,9 @@
 
 A finding carries the address of the access or of the check's call; ``addr2line`` reads it back through
 the ``#line`` directives of the generated file to the innermost line that is the user's own: a template,
-a hand-written ``.cu``, a project header (a helper's line, where the access is in the helper). The
+a hand-written ``.cu``, a project header (a helper's line, where the access is in the helper). The build
+names its files relative to the project root or by marks (:func:`prefix_maps`), so that a program cached by
+content reports the same relative paths from any checkout of the project. The
 messages name the kernel, the parameter and its view, the row and column against the field's columns, and
 the block and thread.
 """
@@ -11,46 +13,48 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+from collections.abc import Sequence
 from pathlib import Path
 
 from ..runtime.debug import field_fault, footprint_fault
 from ..schema.diagnostics import Diagnostic, Site
-from .execute_harness import INCLUDE_ROOT, HostProgram
+from .execute_harness import HostProgram
 from .footprints import Footprint
 
 
-def user_site(executable: Path, pc: str, calls: str, root: Path, *, call: bool) -> Site | None:
-    """The user's line of the code at ``pc`` (a return address where ``call``: the line of the call), else of
-    the innermost of ``calls`` (return addresses, comma-separated) that is in the user's code."""
-    tool = shutil.which("addr2line")
-    addresses = [int(pc, 16) - (1 if call else 0)] if pc.startswith("0x") else []
-    addresses += [int(a, 16) - 1 for a in calls.split(",") if a.startswith("0x")]
-    if tool is None or not addresses:
+#: What the host program's build names its own files by (``-ffile-prefix-map``, :func:`prefix_maps`): the build
+#: folder, the host headers layoutgen ships, the project's header folders (each by its place in ``include``).
+#: A cached program is the same bytes from every checkout, and its findings name the same relative paths.
+BUILD_MARK = ".layoutgen-host/build"
+HEADERS_MARK = ".layoutgen-host/include"
+PROJECT_MARK = ".layoutgen-host/project-include"
+
+
+def prefix_maps(root: Path, build: Path, include: Sequence[Path], headers: Path) -> list[str]:
+    """The compiler's options that name every file of a host program relative to the project ``root`` (the
+    build runs there: a ``#line`` name is relative to it) or by a mark (:data:`BUILD_MARK`...), never by where
+    this checkout lies. The later maps win (g++ tries the last first): the folders may lie inside the root."""
+    maps = [(root, ".")]
+    maps += [(folder, f"{PROJECT_MARK}/{n}") for n, folder in enumerate(include)]
+    maps += [(headers, HEADERS_MARK), (build, BUILD_MARK)]
+    return [f"-ffile-prefix-map={Path(folder).resolve()}={mark}" for folder, mark in maps]
+
+
+def shown_path(path: str, root: Path, include: Sequence[Path]) -> str | None:
+    """A file named in a host program's line tables as the user knows it (relative to ``root`` where it lies
+    there), or None where it is layoutgen's: its host headers, the build's files, the generated files."""
+    while path.startswith("./"):
+        path = path[2:]
+    if path.startswith((BUILD_MARK + "/", HEADERS_MARK + "/")) or path.endswith(".host.cpp"):
         return None
-    run = subprocess.run([tool, "-i", "-a", "-e", str(executable), *map(hex, addresses)], capture_output=True,
-                         text=True, timeout=60)
-    for line in run.stdout.splitlines():  # each address, then its innermost frame and those it is inlined into
-        if line.startswith("0x"):
-            continue
-        path, _, number = line.rpartition(":")
-        number = number.split(" ")[0]
-        if not path or path == "??" or not number.isdigit() or _ours(path, executable):
-            continue
-        return Site(_shown(path, root), int(number))
-    return None
-
-
-def _ours(path: str, executable: Path) -> bool:
-    """Whether ``path`` is layoutgen's: its host headers, the generated files, the host program."""
-    p = Path(path)
-    if p.is_absolute():
-        resolved = p.resolve()
-        return resolved.is_relative_to(INCLUDE_ROOT) or resolved.is_relative_to(executable.parent)
+    if path.startswith(PROJECT_MARK + "/"):
+        number, _, rest = path[len(PROJECT_MARK) + 1:].partition("/")
+        if not number.isdigit() or int(number) >= len(include):
+            return None
+        path = (Path(include[int(number)]) / rest).as_posix()
     # A generated file names itself by its path under the root in the `#line` after the user's part.
-    return path.startswith("generated/") or "/generated/" in path or path.endswith(".host.cpp")
-
-
-def _shown(path: str, root: Path) -> str:
+    if path.startswith("generated/") or "/generated/" in path:
+        return None
     p = Path(path)
     if p.is_absolute():
         try:
@@ -58,6 +62,45 @@ def _shown(path: str, root: Path) -> str:
         except ValueError:
             return path
     return path
+
+
+def user_sites(executable: Path, places: Sequence[tuple[str, str, bool]], root: Path,
+               include: Sequence[Path]) -> list[Site | None]:
+    """For each (pc, calls, call) the user's line of the code at ``pc`` (a return address where ``call``: the line
+    of the call), else of the innermost of ``calls`` (return addresses, comma-separated) in the user's code; one
+    ``addr2line`` for them all."""
+    queries = []
+    for pc, calls, call in places:
+        addresses = [int(pc, 16) - (1 if call else 0)] if pc.startswith("0x") else []
+        queries.append(addresses + [int(a, 16) - 1 for a in calls.split(",") if a.startswith("0x")])
+    wanted = sorted({a for q in queries for a in q})
+    tool = shutil.which("addr2line")
+    if tool is None or not wanted:
+        return [None] * len(places)
+    run = subprocess.run([tool, "-i", "-a", "-e", str(executable), *map(hex, wanted)], capture_output=True,
+                         text=True, timeout=120)
+    frames: dict[int, list[str]] = {}
+    current: list[str] = []
+    for line in run.stdout.splitlines():  # each address, then its innermost frame and those it is inlined into
+        if line.startswith("0x"):
+            current = frames.setdefault(int(line, 16), [])
+        else:
+            current.append(line)
+    return [_first_users(frames, q, root, include) for q in queries]
+
+
+def _first_users(frames: dict[int, list[str]], addresses: Sequence[int], root: Path,
+                 include: Sequence[Path]) -> Site | None:
+    for address in addresses:
+        for line in frames.get(address, []):
+            path, _, number = line.rpartition(":")
+            number = number.split(" ")[0]
+            if not path or path == "??" or not number.isdigit():
+                continue
+            shown = shown_path(path, root, include)
+            if shown is not None:
+                return Site(shown, int(number))
+    return None
 
 
 def _array(f: Footprint) -> str:
@@ -70,14 +113,19 @@ def _thread(fields: dict[str, str]) -> str:
     return f"block {fields.get('block', '?')}, thread {fields.get('thread', '?')}"
 
 
-def finding_diagnostic(program: HostProgram, fields: dict[str, str], executable: Path, site: Site | None,
-                       root: Path) -> Diagnostic:
-    """One finding of ``program`` as a diagnostic at the user's line (else at the kernel's binding)."""
+def finding_place(fields: dict[str, str]) -> tuple[str, str, bool]:
+    """Where a finding was made, for :func:`user_sites`: its pc, the calls around it, and whether the pc is a
+    return address (every finding's is, AddressSanitizer's reports included, but a crash's: the faulting
+    instruction). A return address can lie on the next line, so its line is that of the address before it."""
+    return fields.get("pc", ""), fields.get("calls", ""), fields["kind"] != "crash"
+
+
+def finding_diagnostic(program: HostProgram, fields: dict[str, str], found: Site | None,
+                       site: Site | None) -> Diagnostic:
+    """One finding of ``program`` as a diagnostic at the user's line ``found`` (else at the kernel's binding)."""
     kind = fields["kind"]
     kernel = program.kernel
-    pc = fields.get("pc", "")
-    where = user_site(executable, pc, fields.get("calls", ""), root,
-                      call=kind in ("field", "pointer", "barrier", "barrier-exit", "divergent", "unheld")) or site
+    where = found or site
     if kind in ("footprint", "pointer"):  # AddressSanitizer's finding, or a checked pointer's (the same words)
         f = program.footprints[int(fields["region"])]
         verb = {"0": "read", "1": "wrote"}.get(fields["write"], "accessed")

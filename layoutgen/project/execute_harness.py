@@ -5,7 +5,7 @@ then the kernel's file of the debug build (its views check each index, reporting
 and runs the kernel's grid over arrays the sanitizer allocates, fills and poisons from the footprints.
 It is built with AddressSanitizer, -O1 and line tables (a finding's address is read back to the user's
 line through the ``#line`` directives of the generated file), and cached by the hash of everything that
-goes into it.
+goes into it, which holds no path of this checkout: the same program serves every checkout of a project.
 """
 
 from __future__ import annotations
@@ -27,10 +27,12 @@ INCLUDE_ROOT = Path(__file__).resolve().parent.parent / "include"
 CUDA_STAND_INS = INCLUDE_ROOT / "lg" / "host" / "cuda"
 #: Compilers tried in this order where ``CXX`` names none.
 COMPILERS = ("g++", "clang++")
-#: How the host program is built: C++20, AddressSanitizer, line tables for the findings' lines, -O1 (fast to
-#: build, and fast enough for the small sizes of the run), a fixed address (addr2line reads the findings').
-FLAGS = ("-std=c++20", "-O1", "-g1", "-fsanitize=address", "-fno-omit-frame-pointer", "-no-pie", "-pthread",
-         "-w", "-Wno-unknown-pragmas")
+#: How the host program is built: C++20, AddressSanitizer that goes on after a report (every bad line of a
+#: kernel in one run), line tables for the findings' lines, -O1 (fast to build, and fast enough for the small
+#: sizes of the run), a fixed address (addr2line reads the findings'). The files' names in the line tables are
+#: mapped apart from these (:func:`~.execute_findings.prefix_maps`).
+FLAGS = ("-std=c++20", "-O1", "-g1", "-fsanitize=address", "-fsanitize-recover=address", "-fno-omit-frame-pointer",
+         "-no-pie", "-pthread", "-w", "-Wno-unknown-pragmas")
 _ACCESS = {"in": 0, "out": 1, "inout": 2, "shared": 3}
 #: The value each kind of scalar gets on the CPU run: finite, non-zero, small.
 _SCALARS = {"float": "0.5", "int": "1", "uint": "1", "bool": "true"}
@@ -135,9 +137,12 @@ def build_key(program: HostProgram, files: dict[str, str], compiler: str, versio
     return h.hexdigest()
 
 
-def compile_program(compiler: str, source: Path, executable: Path, include: Sequence[Path]) -> str | None:
-    """Build ``source`` into ``executable``; the compiler's errors where it fails, else None."""
-    command = [compiler, *FLAGS, "-I", str(CUDA_STAND_INS), "-I", str(INCLUDE_ROOT), "-I", str(source.parent),
+def compile_program(compiler: str, source: Path, executable: Path, include: Sequence[Path], root: Path,
+                    maps: Sequence[str] = ()) -> str | None:
+    """Build ``source`` into ``executable`` in the project ``root`` (the generated files' ``#line`` names are
+    relative to it), ``maps`` naming its files apart from where they lie; the compiler's errors where it fails,
+    else None."""
+    command = [compiler, *FLAGS, *maps, "-I", str(CUDA_STAND_INS), "-I", str(INCLUDE_ROOT), "-I", str(source.parent),
                *(f"-I{folder}" for folder in include), str(source), "-o", str(executable)]
-    run = subprocess.run(command, capture_output=True, text=True, timeout=600)
+    run = subprocess.run(command, capture_output=True, text=True, timeout=600, cwd=root)
     return None if run.returncode == 0 else run.stderr

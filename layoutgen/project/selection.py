@@ -4,7 +4,8 @@ One :class:`Selection` (from ``[tool.layoutgen]`` and the command line) is appli
 diagnostic of ``check`` and ``generate``. It only turns off what may be turned off
 (:func:`~layoutgen.checks.suppress.can_ignore`: warnings, notes, the lint's LG401/LG403); every
 other error is always reported, whatever ``select`` and ``ignore`` say, because ignoring it would let
-wrong code be written.
+wrong code be written, or a kernel pass unchecked (LG531, which only a comment on its own line that says why
+may turn off: the registry's :attr:`~layoutgen.schema.diagnostics.Code.turned_off`).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
 from ..checks.suppress import can_ignore
-from ..schema.diagnostics import Diagnostic, Severity
+from ..schema.diagnostics import CODES, Diagnostic, Off, Severity
 
 
 @dataclass(frozen=True)
@@ -38,3 +39,18 @@ class Selection:
         if self.warnings_as_errors:
             out = [replace(d, as_error=True) if d.severity is Severity.WARNING else d for d in out]
         return out
+
+
+def why_not_ignored(prefix: str) -> str | None:
+    """Why ``ignore`` may not name ``prefix`` (a code, or a prefix of codes) for a project or a run: none of the
+    codes it covers may be turned off there. None where one may."""
+    covered = [code for code in CODES if code.startswith(prefix)]
+    if any(can_ignore(code) for code in covered):
+        return None
+    if prefix not in CODES:
+        return f"every code starting with {prefix} is an error that stops generation"
+    code = CODES[prefix]
+    if code.turned_off is Off.LINE:
+        return (f"{prefix} ({code.name}) may be turned off only on the line it is reported at, by a comment that "
+                f"says why (`# layoutgen: ignore[{prefix}]: why`)")
+    return f"{prefix} ({code.name}) is an error that stops generation"

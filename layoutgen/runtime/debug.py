@@ -12,21 +12,44 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ..schema.diagnostics import Diagnostic, Site
 from ..schema.words import plural
 from .errors import LaunchError
 from .plan import KernelSpec
 
+if TYPE_CHECKING:
+    from .driver import Launch
+
 #: Set to 0 to skip the NaN/Inf scan of a debug build (the bounds checks stay).
 SCAN_ENV = "LAYOUTGEN_DEBUG_SCAN"
 
-#: The device global the debug header defines (views.cuh.j2's lg::Fault): hit, param, row, col, rows, width,
-#: block, thread, access, line, offset, row_stride (8 bytes each), then the file's name (256 bytes).
+#: The device global the debug header defines (lg::Fault, layoutgen/include/lg/fault.cuh): the words of :class:`FaultRecord`
+#: (8 bytes each, in its order), then the file's name (:data:`FAULT_FILE_BYTES`).
 FAULT_SYMBOL = "lg_fault"
-_FAULT_FIELDS = 12
-_FAULT_FILE_BYTES = 256
+FAULT_FILE_BYTES = 256
+
+
+class FaultRecord(NamedTuple):
+    """The words of the debug header's ``lg::Fault``, in the struct's order: the one description of its layout
+    (the launcher reads it, and tests build records from it)."""
+
+    hit: int  # 0 until an access falls outside its field
+    param: int  # the parameter's index; a shared tile's is -1 - its index
+    row: int
+    col: int
+    rows: int
+    width: int
+    block: int
+    thread: int
+    access: int  # -1: an accessor's check; 0 read, 1 write, 2 either: a checked pointer's
+    line: int  # the user's line (0: not known), in the file's name after the words
+    offset: int  # a checked pointer's footprint: the field's first column
+    row_stride: int  # and its rows' stride
+
+
+_FAULT_FIELDS = len(FaultRecord._fields)
 #: What a checked pointer's access was (the record's `access`): a read, a write, a reference handed out.
 _VERBS = {0: "read", 1: "wrote", 2: "accessed"}
 
@@ -50,7 +73,7 @@ def _synchronize(stream: Any) -> None:
 def _fault_record(module: Any) -> Any:
     import cupy
 
-    return cupy.ndarray((_FAULT_FIELDS + _FAULT_FILE_BYTES // 8,), cupy.int64, memptr=module.get_global(FAULT_SYMBOL))
+    return cupy.ndarray((_FAULT_FIELDS + FAULT_FILE_BYTES // 8,), cupy.int64, memptr=module.get_global(FAULT_SYMBOL))
 
 
 def clear_fault(module: Any, stream: Any) -> None:
@@ -68,8 +91,8 @@ def check_fault(spec: KernelSpec, module: Any, stream: Any) -> None:
     _synchronize(stream)
     record = _fault_record(module)
     words = record.get()
-    hit, param, row, col, rows, width, block, thread, access, line, offset, row_stride = (
-        int(v) for v in words[:_FAULT_FIELDS])
+    hit, param, row, col, rows, width, block, thread, access, line, offset, row_stride = FaultRecord(
+        *(int(v) for v in words[:_FAULT_FIELDS]))
     if not hit:
         return
     file = words[_FAULT_FIELDS:].tobytes().split(b"\0", 1)[0].decode("utf-8", "replace")
@@ -81,6 +104,20 @@ def check_fault(spec: KernelSpec, module: Any, stream: Any) -> None:
                                           rows, offset, width, row_stride, (block, thread), site))
     raise KernelFault(field_fault("LG611", spec.name, [(p.name, p.view) for p in spec.params],
                                   [a.name for a in spec.shared], param, row, col, rows, width, (block, thread), site))
+
+
+def checked_launch(spec: KernelSpec, module: Any, launch: Launch, blocks: int, block: int, pointers: Sequence[int],
+                   values: Sequence[int], stream: Any) -> None:
+    """A debug build's launch between a cleared fault record and the checks of what the launch did.
+
+    ``values`` are what the launch passes after the pointers: the scalars' values, then the symbols. The
+    record is cleared first so that a fault left by a graph replay is not blamed on this launch; afterwards
+    KernelFault reports an access outside a field and NonFiniteOutput a NaN or Inf written.
+    """
+    clear_fault(module, stream)
+    launch(blocks, block, [*pointers, *values], stream)
+    check_fault(spec, module, stream)
+    scan_outputs(spec, pointers, dict(zip(spec.symbols, values[len(spec.scalars):])))
 
 
 def footprint_fault(code: str, kernel: str, name: str, view: str, verb: str, row: int, col: int, field_row: int,

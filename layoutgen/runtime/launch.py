@@ -12,7 +12,8 @@ the stream passed or, for None, the current stream of the arrays' library
 Nothing is compiled until the first launch; the cubin is the one ``layoutgen build`` shipped in the
 package's ``cubins/`` where one fits the device (:mod:`.prebuilt`), else it
 comes from the on-disk cache or NVRTC. The debug build's checks around a
-launch are in :mod:`.debug`. A generated launcher function calls the
+launch are in :mod:`.debug`, what a validation found and the plan kept for it in
+:mod:`.launch_plan`. A generated launcher function calls the
 launcher's ``entry``: the compiled path (:mod:`.fastpath`) where it is
 active, which hands every call it does not launch to the Python path here.
 Where the compiled path is active the module's name of that function is the
@@ -41,10 +42,13 @@ from ..schema.words import plural
 from . import fastpath
 from .arrays import ArrayKindError
 from .cache import CubinCache
-from .debug import check_fault, clear_fault, scan_outputs
+from .debug import checked_launch
 from .driver import (Launch, check_stream, count_torch, current_device, device_arch, find_device, launch_stream,
                      make_launch, no_device_error)
 from .errors import LaunchError, launch_error
+from .launch_plan import MAX_GRID_BLOCKS, grid_blocks
+from .launch_plan import Checked as _Checked
+from .launch_plan import Plan as _Plan
 from .nvrtc import CompileRequest
 from .occupancy import forget_function, size_launch
 from .plan import BlockRule, KernelSpec, LayoutSpec, ParamSpec, RawArg, ScalarSpec, SharedArray
@@ -66,10 +70,6 @@ _Function = TypeVar("_Function", bound=Any)
 
 #: One past the last device address: a pointer is 64 bits.
 _ADDRESSES = 2**64
-
-#: Blocks a one-dimensional CUDA grid may have (gridDim.x, every device since compute capability 3.0).
-#: Past it the driver refuses the launch, or CuPy truncates the count and launches part of the work.
-MAX_GRID_BLOCKS = 2**31 - 1
 
 
 @dataclass(eq=False)
@@ -179,17 +179,7 @@ class KernelLauncher:
     def blocks(self, bound: dict[str, int]) -> int:
         """Blocks the launch needs (a persistent grid's: one per tile, at most); LG617 when that is more than a
         CUDA grid has (nothing is launched)."""
-        threads, block, rule = self.grid(bound), self.spec.block, self.spec.count  # a rule's "threads" are rows
-        blocks = (threads + block - 1) // block if rule is None else rule.blocks(threads, bound)
-        if blocks > MAX_GRID_BLOCKS:
-            sizes = ", ".join(f"`{s}` = {bound[s]}" for s in sorted(bound))
-            need = f"{threads} threads ({sizes}): {blocks} blocks of {block}" if rule is None else (
-                f"{blocks} blocks of {block} threads ({sizes})")
-            raise launch_error(
-                "LG617", f"`{self.spec.name}` needs {need}, but a CUDA grid has at most {MAX_GRID_BLOCKS} blocks",
-                hint="launch it on smaller arrays, several times (where rows are independent, slices `a[i:j]` of "
-                "the leading axis are packed arrays of the same layout)")
-        return blocks
+        return grid_blocks(self.spec, self.grid(bound), bound)
 
     def check(self, arrays: tuple[Any, ...], device: int | None, stream: Any = None,
               reads: Sequence[tuple[Any, int]] = (), signatures: list[Any] | None = None) -> tuple[_Checked, list[int]]:
@@ -384,42 +374,11 @@ class KernelLauncher:
 
     def checked_launch(self, device: int, launch: Launch, blocks: int, block: int, pointers: Sequence[int],
                        values: Sequence[int], stream: Any) -> None:
-        """Debug build: launch between a cleared fault record and the checks of what the launch did.
-
-        ``values`` are what the launch passes after the pointers: the scalars' values, then the symbols.
-        The record is cleared first so that a fault left by a graph replay is not
-        blamed on this launch; afterwards KernelFault reports an access outside a
-        field and NonFiniteOutput a NaN or Inf written (see :mod:`.debug`).
-        """
-        module = self._modules[(device, device_arch(device))]
-        clear_fault(module, stream)
-        launch(blocks, block, [*pointers, *values], stream)
-        check_fault(self.spec, module, stream)
-        scan_outputs(self.spec, pointers, dict(zip(self.spec.symbols, values[len(self.spec.scalars):])))
-
-
-@dataclass(frozen=True)
-class _Checked:
-    """What :meth:`KernelLauncher.check` found for one set of array kinds and shapes: all but the pointers."""
-
-    blocks: int
-    block: int
-    symbols: tuple[int, ...]
-    masks: tuple[int, ...]  # alignment - 1 of each parameter
-    any_mask: int  # the masks or-ed: a pointer with none of these bits set is aligned for every parameter
-    pairs: tuple[tuple[int, int, int, int, bool], ...]  # Extents.pairs: arguments that must not overlap
-    written: TorchWrites | None  # written parameters that got a torch tensor
-    bound: dict[str, int]  # the symbols' sizes (for messages)
-    torch_arrays: int  # how many arrays are torch tensors: a launch given no stream follows torch's where all are
-
-
-@dataclass(frozen=True)
-class _Plan:
-    """A validated launch: the checks' outcome and the loaded kernel on ``device``."""
-
-    device: int
-    checked: _Checked
-    launch: Launch
+        """Debug build: the launch between a cleared fault record and the checks of what it did
+        (:func:`.debug.checked_launch`); ``values`` are what it passes after the pointers: the scalars' values,
+        then the symbols."""
+        checked_launch(self.spec, self._modules[(device, device_arch(device))], launch, blocks, block, pointers,
+                       values, stream)
 
 
 _CUPY_NDARRAY: Any = None  # cupy.ndarray once a launch was planned: read inline on the hot path

@@ -26,6 +26,14 @@ class Severity(enum.Enum):
     NOTE = "note"  # information only (a --report): shown, never counted, never fails a command
 
 
+class Off(enum.Enum):
+    """Where diagnostics of a code may be turned off."""
+
+    NEVER = "never"  # an error that stops generation: turned off, wrong code would be written or pass
+    LINE = "line"  # only on the line it is reported at, by a comment there that says why; never for a project
+    ANYWHERE = "anywhere"  # on its line, and for a project or a run (`select`, `ignore`)
+
+
 @dataclass(frozen=True)
 class Code:
     """One entry of the registry: a stable code and what it means."""
@@ -34,6 +42,15 @@ class Code:
     name: str
     severity: Severity
     summary: str
+    #: Where it may be turned off; None: by its severity (an error nowhere, a warning or note anywhere).
+    off: Off | None = None
+
+    @property
+    def turned_off(self) -> Off:
+        """Where diagnostics of this code may be turned off."""
+        if self.off is not None:
+            return self.off
+        return Off.NEVER if self.severity is Severity.ERROR else Off.ANYWHERE
 
 
 def _registry(*codes: Code) -> dict[str, Code]:
@@ -107,9 +124,13 @@ CODES: dict[str, Code] = _registry(
     Code("LG305", "invalid-program", _E, "a program or launch declaration is malformed"),
     Code("LG306", "unlisted-program", _W, "a program declared in a spec module is not listed in its Spec, so nothing checks it"),
     # LG4xx: a kernel template does something it should not.
-    Code("LG401", "literal-stride", _E, "an integer literal in an index into a view equals its row stride, width or offset"),
+    # LG401 and LG403 are about how a template spells its indexing: it still renders and compiles, and whether a
+    # literal 40 is a stride is the author's call, so they may be turned off.
+    Code("LG401", "literal-stride", _E, "an integer literal in an index into a view equals its row stride, width or offset",
+         Off.ANYWHERE),
     Code("LG402", "template-error", _E, "a kernel template failed to render"),
-    Code("LG403", "raw-name", _E, "a kernel template uses an `lg_` name: a raw pointer or launch value behind a view"),
+    Code("LG403", "raw-name", _E, "a kernel template uses an `lg_` name: a raw pointer or launch value behind a view",
+         Off.ANYWHERE),
     Code("LG404", "unused-suppression", _W, "a `// layoutgen: ignore` comment in a template suppresses nothing"),
     Code("LG405", "column-out-of-range", _E, "a constant index of a field's own axis in a kernel template is negative or past its width"),
     Code("LG406", "barrier-after-return", _W, "a kernel template calls __syncthreads() in a grid that returns threads before the body"),
@@ -142,7 +163,10 @@ CODES: dict[str, Code] = _registry(
     # LG530..LG539: `layoutgen check --execute` could not run a kernel on the CPU.
     Code("LG541", "no-kernels-imported", _E, "`layoutgen import` could not read a file it was given, or found no `__global__` kernel in them"),
     Code("LG530", "no-host-compiler", _E, "`check --execute` found no host C++ compiler (g++ or clang++) with AddressSanitizer"),
-    Code("LG531", "not-executed", _W, "`check --execute` could not build a kernel for the host runtime: it was not executed"),
+    # A kernel not executed was not checked: an error, so that it never passes in silence; a team that accepts it
+    # for one kernel says why on the kernel's binding line (`# layoutgen: ignore[LG531]: why`), never project-wide.
+    Code("LG531", "not-executed", _E, "`check --execute` could not build a kernel for the host runtime: it was not executed",
+         Off.LINE),
     Code("LG532", "execution-failed", _E, "a kernel run on the CPU by `check --execute` crashed or did not finish"),
     # LG6xx: a launch was refused before the kernel ran.
     Code("LG601", "wrong-shape", _E, "an array's shape does not match its layout"),

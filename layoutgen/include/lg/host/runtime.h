@@ -17,6 +17,7 @@
 #include <cstring>
 #include <mutex>
 #include <thread>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -155,16 +156,14 @@ inline int __syncthreads_count(int p) {
 inline int __syncthreads_or(int p) { return __syncthreads_count(p) != 0; }
 inline int __syncthreads_and(int p) { return __syncthreads_count(p) == static_cast<int>(blockDim.x); }
 
-// The debug build's checked references and pointers (views.cuh.j2): a shuffle moves the value a reference
-// reads, __ldg reads through the pointer's check.
-namespace lg {
-template <typename T> class checked_ref;
-template <typename T> class checked_ptr;
-}  // namespace lg
+// The debug build's checked references and pointers (lg/checked.cuh, of whichever library version): a shuffle
+// moves the value a reference reads, __ldg reads through the pointer's check. They are told by the member
+// types they declare (lg_checked_value, lg_checked_pointee), not by name: their names are versioned.
 namespace lg_host {
-template <typename T> struct value { using type = T; };
-template <typename T> struct value<lg::checked_ref<T>> { using type = T; };
-template <typename T> struct value<lg::checked_ref<const T>> { using type = T; };
+template <typename T, typename = void> struct value { using type = T; };
+template <typename T> struct value<T, std::void_t<typename T::lg_checked_value>> {
+    using type = typename T::lg_checked_value;
+};
 template <typename T> using value_t = typename value<T>::type;
 }  // namespace lg_host
 
@@ -296,8 +295,8 @@ inline int __float_as_int(float f) { int i; std::memcpy(&i, &f, sizeof i); retur
 inline float __uint_as_float(unsigned i) { float f; std::memcpy(&f, &i, sizeof f); return f; }
 inline unsigned __float_as_uint(float f) { unsigned i; std::memcpy(&i, &f, sizeof i); return i; }
 template <typename T> inline T __ldg(const T* p) { return *p; }
-template <typename T> inline T __ldg(const lg::checked_ptr<const T>& p) { return *p; }
-template <typename T> inline T __ldg(const lg::checked_ptr<T>& p) { return *p; }
+template <typename P, typename T = typename P::lg_checked_pointee>
+inline std::remove_const_t<T> __ldg(const P& p) { return *p; }
 inline int min(int a, int b) { return a < b ? a : b; }
 inline int max(int a, int b) { return a > b ? a : b; }
 inline unsigned min(unsigned a, unsigned b) { return a < b ? a : b; }

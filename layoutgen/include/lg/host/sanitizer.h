@@ -11,8 +11,11 @@
 // granules, a prefix of one at most: the columns just before a field that starts inside a granule (an f32
 // field at an odd column) stay readable, and are left to the views' checks.
 //
-// Every finding is one line on stderr, `LGSAN` then tab-separated key=value pairs, read by layoutgen; the
-// first one ends the process.
+// Every finding is one line on stderr, `LGSAN` then tab-separated key=value pairs, read by layoutgen. A bad
+// access is reported once per place (the address of the access) and the run goes on, so that every bad line
+// of a kernel is found in one run (built with -fsanitize-recover=address, run with halt_on_error=0); after
+// max_findings places, and at a finding the run cannot go on from (a view's check, a barrier, a crash), the
+// process ends.
 #pragma once
 #include <execinfo.h>
 #include <sanitizer/asan_interface.h>
@@ -22,6 +25,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
 #include <random>
 #include <vector>
 
@@ -101,14 +105,49 @@ inline int locate(const void* address, long long* row, long long* col) {
     _exit(3);
 }
 
-// AddressSanitizer's report: an access outside every footprint, or a crash (a deadly signal: no access).
+// The places of the bad accesses reported so far: each is reported once (every thread and every row meets the
+// same bad line), and the run ends after max_findings of them (a loop unrolled over a bad pointer has a place
+// per unrolled access; layoutgen reports each line once, and a few lines per kernel).
+inline constexpr int max_findings = 256;
+struct Findings {
+    std::mutex mutex;
+    const void* places[max_findings];
+    int count = 0;
+};
+inline Findings findings;
+
+// Whether `place` is reported for the first time (then it is counted).
+inline bool first_at(const void* place) {
+    std::lock_guard<std::mutex> lock(findings.mutex);
+    for (int i = 0; i < findings.count; ++i)
+        if (findings.places[i] == place) return false;
+    if (findings.count == max_findings) return false;
+    findings.places[findings.count++] = place;
+    return true;
+}
+
+// After a bad access's finding: the run goes on (the access is made, as on the GPU), until max_findings.
+inline void go_on() {
+    bool full;
+    {
+        std::lock_guard<std::mutex> lock(findings.mutex);
+        full = findings.count == max_findings;
+    }
+    if (full) stop();
+}
+
+// AddressSanitizer's report: an access outside every footprint, or a crash (a deadly signal: no access). Its pc
+// is the return address of the check's call (a crash's: the faulting instruction); one place is reported once
+// (AddressSanitizer's suppress_equal_pcs does so too).
 inline void on_asan_report(const char* report) {
     long long row = 0, col = 0;
     void* address = __asan_get_report_address();
+    const bool crash = __asan_get_report_access_size() == 0;
+    if (!crash && !first_at(__asan_get_report_pc())) return go_on();
     const int i = locate(address, &row, &col);
     char where[768], line[1536];
     context(where, sizeof where, __asan_get_report_pc());
-    if (__asan_get_report_access_size() == 0) {  // "ERROR: AddressSanitizer: FPE on unknown address ..."
+    if (crash) {  // "ERROR: AddressSanitizer: FPE on unknown address ..."
         const char* what = std::strstr(report, "AddressSanitizer: ");
         what = what ? what + 18 : "a deadly signal";
         const std::size_t n = std::strcspn(what, " \n\t(");  // FPE, SEGV, BUS, ILL
@@ -124,7 +163,8 @@ inline void on_asan_report(const char* report) {
                       r.row_in(row) ? r.field_row(row) : -1, where);
     }
     say(line);
-    stop();
+    if (crash) stop();
+    go_on();
 }
 
 inline std::vector<unsigned char*> allocations;
@@ -227,8 +267,10 @@ inline void reset_shared(unsigned) {
 }
 
 // After the launch: each output's footprint holds no unwritten() element and no other NaN (computed from
-// memory nothing wrote: every input was finite).
+// memory nothing wrote: every input was finite). After a bad access a NaN may come from what it read, so
+// then only unwritten elements are looked for.
 inline int finish(const Launch& launch) {
+    const bool accessed_badly = findings.count > 0;
     for (int i = 0; i < launch.count; ++i) {
         const Region& r = launch.regions[i];
         if (r.access != 1 && r.access != 2) continue;
@@ -252,7 +294,7 @@ inline int finish(const Launch& launch) {
                     const std::uint16_t exponent = r.kind == 'h' ? 0x7c00u : 0x7f80u;
                     nan = (v & exponent) == exponent && (v & ~exponent & 0x7fffu) != 0;
                 }
-                if ((ones && r.access == 1) || (nan && !ones)) {
+                if ((ones && r.access == 1) || (nan && !ones && !accessed_badly)) {
                     char line[1024];
                     if (!ones && unheld.hit.load())  // the NaN's likely cause: a read past a tile's rows
                         std::snprintf(line, sizeof line, "LGSAN\tkind=unheld\tregion=%d\trow=%lld\tcol=%lld\tfield_row=%lld"
@@ -315,15 +357,18 @@ __attribute__((noinline)) inline void unheld_read(const char*, int tile, long lo
 
 // A checked pointer's access outside its parameter's footprint: the finding AddressSanitizer would make of
 // it (kind=pointer: the same words as kind=footprint), found exactly, whatever the granule, before it.
-// `access`: 0 a read, 1 a write, 2 either (a vector type's element, reached through a reference).
+// `access`: 0 a read, 1 a write, 2 either (a vector type's element, reached through a reference). Once per
+// place; then the access is made, as the debug build on the GPU makes it (AddressSanitizer reports the same
+// place where the bytes are poisoned: layoutgen reports a line once).
 __attribute__((noinline)) inline void out_of_footprint(const char*, int param, long long row, long long col,
                                                        long long field_row, long long, long long, long long,
                                                        int access, const char*, int) {
+    if (!lg_san::first_at(__builtin_return_address(0))) return lg_san::go_on();
     char ctx[768], line[1536];
     lg_san::context(ctx, sizeof ctx, __builtin_return_address(0));
     std::snprintf(line, sizeof line, "LGSAN\tkind=pointer\tregion=%d\twrite=%d\tbytes=0\trow=%lld\tcol=%lld\tfield_row=%lld%s\n",
                   param, access, row, col, field_row, ctx);
     lg_san::say(line);
-    lg_san::stop();
+    lg_san::go_on();
 }
 }  // namespace lg
