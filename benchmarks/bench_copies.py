@@ -10,6 +10,13 @@ The ceiling is a plain device-to-device copy of the same number of bytes.
 Each figure is the median over 30 CUDA-event intervals of 10 back-to-back
 launches each (so host-side launch cost overlaps the previous copy, as in a
 real pipeline), after warm-up.
+
+The QKV placements (the bytes `rope` and `kv_split` of examples/qkv move, in
+their geometry, as plain copies written by hand with 16-byte accesses and no
+index division: the ceilings benchmarks/bench_roofline.py holds those kernels
+to) follow: `QKV [8, 2048, 48*128]` f32; `q`+`k` (heads 0..40 of each token's
+48) read and written back in place, and `k`, `v` gathered into two
+`[8, 8, 2048, 128]` caches.
 """
 
 from __future__ import annotations
@@ -36,6 +43,53 @@ def time_ms(fn: Callable[[], object]) -> float:
         stop.synchronize()
         times.append(cupy.cuda.get_elapsed_time(start, stop) / BATCH)
     return statistics.median(times)
+
+
+QB, QS, QD = 8, 2048, 128  # QKV tokens: [B, S] rows of 48 heads of D f32 (as bench_roofline's)
+
+#: The placements of the QKV kernels, by hand: 16-byte accesses, the grid's axes handing each thread its token,
+#: head and column (no division). `qk_in_place`: block y = token, its threads the float4s of heads 0..40 (q, then
+#: k), each read and written back negated (a store of the value loaded could be dropped by the compiler).
+#: `kv_gather`: block y = (b, h), block x a group of tokens, thread (x, y) the x-th float4 of token y's head h.
+PLACEMENTS = r"""
+extern "C" __global__ void qk_in_place(float4* qkv, int row4, int qk4) {
+    float4* row = qkv + static_cast<long long>(blockIdx.y) * row4;
+    for (int i = threadIdx.x; i < qk4; i += blockDim.x) {
+        const float4 a = row[i];
+        row[i] = make_float4(-a.x, -a.y, -a.z, -a.w);
+    }
+}
+extern "C" __global__ void kv_gather(const float4* __restrict__ qkv, float4* __restrict__ kc, float4* __restrict__ vc,
+                                     int S, int hkv, int row4, int k4, int v4, int d4) {
+    const int s = blockIdx.x * blockDim.y + threadIdx.y;
+    if (s >= S) return;
+    const int b = blockIdx.y / hkv, h = blockIdx.y % hkv;  // once a block, uniform
+    const float4* token = qkv + (static_cast<long long>(b) * S + s) * row4 + h * d4 + threadIdx.x;
+    const long long out = (static_cast<long long>(blockIdx.y) * S + s) * d4 + threadIdx.x;
+    kc[out] = token[k4];
+    vc[out] = token[v4];
+}
+"""
+
+
+def qkv_placements(buf: object, k_cache: object, v_cache: object) -> dict[str, tuple[int, Callable[[], object]]]:
+    """(bytes moved, launch) of the placements of `rope` and `kv_split` on ``buf`` [QB, QS, 48*QD] f32 and the
+    caches [QB, 8, QS, QD]: the bytes each kernel must move, in its geometry, as a copy by hand."""
+    import cupy
+
+    module = cupy.RawModule(code=PLACEMENTS, options=("-std=c++17",))
+    in_place, gather = module.get_function("qk_in_place"), module.get_function("kv_gather")
+    tokens, d4, i32 = QB * QS, QD // 4, cupy.int32
+    row4, qk4 = 48 * d4, 40 * d4
+    per_block = max(1, 256 // d4)  # tokens a block of the gather
+    head = QD * 4
+    return {
+        "rope placement: q, k in place": (tokens * 2 * 40 * head, lambda: in_place(
+            (1, tokens), (256,), (buf, i32(row4), i32(qk4)))),
+        "kv_split placement: k, v gathered": (tokens * 2 * 16 * head, lambda: gather(
+            (-(-QS // per_block), QB * 8), (d4, per_block),
+            (buf, k_cache, v_cache, i32(QS), i32(8), i32(row4), i32(32 * d4), i32(40 * d4), i32(d4)))),
+    }
 
 
 def main() -> None:
@@ -82,6 +136,18 @@ def main() -> None:
                      time_ms(lambda: cupy.copyto(packed, window[..., cols]))))
         rows.append((f"cupy.copyto scatter {field}", 2 * nbytes,
                      time_ms(lambda: cupy.copyto(window[..., cols], packed))))
+
+    buf = cupy.random.standard_normal((QB, QS, 48 * QD), dtype=cupy.float32)
+    k_cache, v_cache = (cupy.full((QB, 8, QS, QD), cupy.nan, cupy.float32) for _ in range(2))
+    placements = qkv_placements(buf, k_cache, v_cache)
+    placements["kv_split placement: k, v gathered"][1]()
+    host = buf.get().reshape(QB, QS, 48, QD)
+    assert np.array_equal(k_cache.get(), host[:, :, 32:40].transpose(0, 2, 1, 3)), "the gather placement is wrong"
+    assert np.array_equal(v_cache.get(), host[:, :, 40:48].transpose(0, 2, 1, 3)), "the gather placement is wrong"
+    qkv_bytes = QB * QS * 2 * 40 * QD * 4
+    rows.append((f"device-to-device copy of {qkv_bytes >> 21} MiB (ceiling)", qkv_bytes, ceiling(qkv_bytes // 2)))
+    for label, (nbytes, launch) in placements.items():
+        rows.append((label, nbytes, time_ms(launch)))
 
     name = cupy.cuda.runtime.getDeviceProperties(0)["name"].decode()
     print(f"Field copies, Window [{B}, {K}, 56] f32 on {name}; median of {REPS}×{BATCH} runs")

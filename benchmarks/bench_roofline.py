@@ -10,6 +10,14 @@ padding). Each time is the median over 20 CUDA-event intervals of 5 back-to-back
 the generated launcher (so its host cost overlaps the kernel before), after warm-up, on outputs
 first poisoned with NaN and inputs of fresh random data.
 
+Each kernel is printed beside its placement ceiling: what a copy of the same bytes in the same geometry
+reaches in the same run (PLACEMENTS: the generated scatter of the field it writes, a plain device-to-device
+copy for packed rows, the QKV copies by hand of benchmarks/bench_copies.py), that ceiling as a share of the
+copy ceiling, and the kernel's rate over the placement's (each over its own bytes: `context_broadcast` reads
+its B context rows once where the scatter reads all B * K). A field whose 64-byte groups straddle 64-byte
+blocks of memory in some rows (`Window.context`: 64 bytes at byte 160 of rows of 224) is said so: there the
+placement's own ceiling, not the copy ceiling, is the limit.
+
 The second table compares the generated `variable_selection_fwd` and `variable_selection_bwd` with
 the same kernels written by hand as CuPy `RawKernel`s with literal strides
 (benchmarks/roofline/vsn_*_hand.cu: persistent warps on tensor cores, each warp its own tiles, as the
@@ -21,6 +29,7 @@ varies from run to run: they are compared with the float64 reference instead, in
 
 from __future__ import annotations
 
+import math
 import statistics
 from collections.abc import Callable
 from pathlib import Path
@@ -58,6 +67,31 @@ def copy_ceiling() -> float:
     ms = time_ms(lambda: cupy.cuda.runtime.memcpyAsync(dst.data.ptr, src.data.ptr, nbytes,
                                                        cupy.cuda.runtime.memcpyDeviceToDevice, 0))
     return 2 * nbytes / (ms * 1e-3)
+
+
+#: Each example kernel's placement: the copy of the same bytes in the same geometry (a row of the tables below).
+PLACEMENTS = {
+    "snap_feature_assemble": "scatter_Window_snap",  # packed rows in, Window.snap out
+    "context_broadcast": "scatter_Window_context",  # Window.context out (the reads: B rows, from L2)
+    "mse_grad": "device-to-device copy",  # packed rows in and out
+    "rope": "rope placement: q, k in place",
+    "kv_split": "kv_split placement: k, v gathered",
+}
+#: The kernels measured against their placement (the placements themselves, the tensor-core kernels: the table of
+#: generated / by hand below; the kernels of a few KB: the launch).
+NO_PLACEMENT = {"variable_selection_fwd": "by hand: see below", "variable_selection_bwd": "by hand: see below"}
+
+
+def straddles(view: Any, block: int = 64) -> str:
+    """Where a field of at most ``block`` bytes a row lies across two ``block``-byte blocks of memory in some
+    rows: "straddles 64-byte blocks in 1 of 2 rows" (each such row's write is two partial blocks); empty where
+    it never does, or where the field is wider (only its ends are partial blocks)."""
+    row, start, width = view.layout.row_bytes, view.byte_offset, view.width * view.dtype.size
+    if width > block:
+        return ""
+    period = block // math.gcd(row, block)
+    crossing = sum(1 for r in range(period) if (r * row + start) % block + width > block)
+    return f"straddles {block}-byte blocks in {crossing} of {period} rows" if crossing else ""
 
 
 def vsn_rows(ceiling: float) -> list[tuple[str, int, float]]:
@@ -107,9 +141,11 @@ def vsn_rows(ceiling: float) -> list[tuple[str, int, float]]:
 
 
 def qkv_rows() -> list[tuple[str, int, float]]:
+    """(kernel, bytes moved, ms) of the QKV kernels, then of their placements (benchmarks/bench_copies.py)."""
     import cupy
 
     import generated.qkv as qkv
+    from benchmarks.bench_copies import qkv_placements
 
     rng = cupy.random.default_rng()
     tokens = QB * QS
@@ -118,10 +154,12 @@ def qkv_rows() -> list[tuple[str, int, float]]:
     k_cache = cupy.full((QB, 8, QS, QD), cupy.nan, cupy.float32)
     v_cache = cupy.full_like(k_cache, cupy.nan)
     head = QD * 4
-    return [
+    rows = [
         ("rope", tokens * (2 * 40 * head + 4), time_ms(lambda: qkv.rope(buf, buf, pos))),
         ("kv_split", tokens * (2 * 16 * head), time_ms(lambda: qkv.kv_split(buf, buf, k_cache, v_cache))),
     ]
+    return rows + [(label, nbytes, time_ms(launch)) for label, (nbytes, launch) in
+                   qkv_placements(buf, k_cache, v_cache).items()]
 
 
 def hand_comparison() -> list[tuple[str, float, int, int, str]]:
@@ -224,19 +262,35 @@ def hand_comparison() -> list[tuple[str, float, int, int, str]]:
 def main() -> None:
     import cupy
 
+    from examples.vsn.spec import Window
+
     name = cupy.cuda.runtime.getDeviceProperties(0)["name"].decode()
     ceiling = copy_ceiling()
     print(f"{name}: copy ceiling {ceiling / 1e12:.2f} TB/s (1 GiB device-to-device, read + written)")
-    print(f"{'kernel':<28} {'ms':>9} {'MB moved':>10} {'TB/s':>7} {'of ceiling':>11}")
+    notes = {"context_broadcast": straddles(Window.context), "scatter_Window_context": straddles(Window.context),
+             "snap_feature_assemble": straddles(Window.snap), "scatter_Window_snap": straddles(Window.snap)}
+    print(f"{'kernel':<34} {'MB':>8} {'µs':>9} {'GB/s':>7} {'of copy':>8} {'placement':>34} {'its ceiling':>12} "
+          f"{'ratio':>6}  note")
     for label, rows in ((f"VSN, [{B}, {K}] rows", vsn_rows(ceiling)), (f"QKV, [{QB}, {QS}] tokens, D = {QD}",
                                                                          qkv_rows())):
         print(f"-- {label}")
+        rates = {kernel: nbytes / (ms * 1e-3) for kernel, nbytes, ms in rows}
+        rates["device-to-device copy"] = ceiling
         for kernel, nbytes, ms in rows:
-            rate = nbytes / (ms * 1e-3)
+            rate = rates[kernel]
+            head = f"{kernel:<34} {nbytes / 1e6:>8.1f} {ms * 1e3:>9.1f}"
             if nbytes < 1e6:  # a few KB: the time is the launch's, and a share of the copy ceiling means nothing
-                print(f"{kernel:<28} {ms:>9.4f} {nbytes / 1e6:>10.4f} {'launch-bound':>19}")
+                print(f"{kernel:<34} {nbytes / 1e6:>8.4f} {ms * 1e3:>9.1f} {'launch-bound':>16}")
                 continue
-            print(f"{kernel:<28} {ms:>9.4f} {nbytes / 1e6:>10.1f} {rate / 1e12:>7.2f} {rate / ceiling:>10.1%}")
+            placement = PLACEMENTS.get(kernel)
+            if placement is None:  # a placement itself, or a kernel compared with its version by hand below
+                what = NO_PLACEMENT.get(kernel, "(a placement)")
+                print(f"{head} {rate / 1e9:>7.0f} {rate / ceiling:>8.1%} {what:>34} {'':>12} {'':>6}  "
+                      f"{notes.get(kernel, '')}")
+                continue
+            ceiling_of = rates[placement]
+            print(f"{head} {rate / 1e9:>7.0f} {rate / ceiling:>8.1%} {placement:>34} {ceiling_of / ceiling:>12.1%} "
+                  f"{rate / ceiling_of:>6.2f}  {notes.get(kernel, '')}")
     print()
     print(f"{'kernel':<24} {'time generated / by hand':>25} {'registers (gen, hand)':>22}  outputs")
     for kernel, ratio, regs_gen, regs_hand, equal in hand_comparison():

@@ -20,6 +20,7 @@ from .project.colors import COLOR_CHOICES, use_color
 from .project.config import Config, ConfigError, load_config, project_start
 from .project.files import hand_edited, outside_project, unified_diff
 from .project.outlock import output_lock
+from .project.includes import include_flags
 from .project.aot import build_specs, no_build_archs, stale_prebuilt
 from .project.process import SpecResult, drift_diagnostics, no_specs, process_specs
 from .project.report import FORMATS, changed_line, counts, render, summary_line, up_to_date_line, would_change_line
@@ -125,6 +126,10 @@ def _parser() -> argparse.ArgumentParser:
     imp.add_argument("paths", nargs="+", metavar="FILE.cu|FOLDER")
     imp.add_argument("-o", "--output", metavar="FILE", default=None,
                      help="write the spec module here (its paths are relative to its folder) instead of stdout")
+    verbs.add_parser("includes", help="print the include flag of layoutgen's device library (for nvcc)",
+                     description="Print -I<folder>: the folder holding lg/lg.cuh, the device library every "
+                     "generated views header includes. layoutgen's own compiles find it themselves; pass it to "
+                     "nvcc or any other compiler of the generated headers: nvcc $(layoutgen includes) -c k.cu")
     return parser
 
 
@@ -343,6 +348,12 @@ def cmd_import_kernels(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_includes(args: argparse.Namespace) -> int:
+    """``layoutgen includes``: the device library's include flag (project/includes.py)."""
+    print(include_flags())
+    return EXIT_OK
+
+
 def _closed_pipe() -> int:
     """The reader of stdout went away (`| head -1`): stop without a traceback. Python flushes stdout once
     more at exit and would report the broken pipe then, so stdout is pointed at /dev/null first."""
@@ -363,7 +374,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     chosen = _COLOR.set(getattr(args, "color", "auto"))
     try:
         handler = {"generate": cmd_generate, "check": cmd_check, "show": cmd_show, "explain": cmd_explain,
-                   "init": cmd_init, "build": cmd_build, "import": cmd_import_kernels}[args.verb]
+                   "init": cmd_init, "build": cmd_build, "import": cmd_import_kernels,
+                   "includes": cmd_includes}[args.verb]
         status = handler(args)
         sys.stdout.flush()  # a closed pipe shows here, inside the handlers below, rather than at exit
         return status

@@ -87,10 +87,12 @@ def test_a_plain_param_bound_to_window_snap_reads_at_row_stride_56() -> None:
     files = render("examples/vsn/spec.py", project=True).files
     header, fwd = files["vsn/vsn.cuh"], files["vsn/variable_selection_fwd.cu"]
     # lg::Field<Rows, T, Width, RowStride, Offset, VectorBytes, Pack, Index>: VectorBytes is the kernel's to give
-    assert "struct Window_snap_view : lg::Field<Window_snap_view_rows, T, 40, 56, 0, VectorBytes, Pack, long long> {" in header
-    assert "struct Window_context_view : lg::Field<Window_context_view_rows, T, 16, 56, 40, VectorBytes, Pack, long long> {" in header
+    assert "struct Window_snap_view : lg::v0_1_0::Field<Window_snap_view_rows, T, 40, 56, 0, VectorBytes, Pack, long long> {" in header
+    assert "struct Window_context_view : lg::v0_1_0::Field<Window_context_view_rows, T, 16, 56, 40, VectorBytes, Pack, long long> {" in header
     # Static views scale by lg::Unscaled (1) and map rows by lg::AllRows (the identity).
-    assert "return Row(base + RowMap::map(r) * (RowStride * scale.value()) + Offset * scale.value());" in header
+    field = (REPO / "layoutgen" / "include" / "lg" / "field.cuh").read_text(encoding="utf-8")  # the device library's
+    assert "return Row(base + RowMap::map(r) * (RowStride * scale.value()) + Offset * scale.value());" in field
+    assert "#include <lg/lg.cuh>\n" in header
     assert "    const lg::views::vsn::Window_snap_view<const float, 16, lg::Packing::strided> x{ {lg_arg_x}, lg_dim_B, lg_dim_K };\n" in fwd
     assert "//   x: in [B, K, F] <- `Window.snap`, columns 0..40 of Window [B, K, 56], strides (K*56, 56, 1)\n" in fwd
     assert "    [[maybe_unused]] constexpr int F = 40;\n" in fwd
@@ -107,8 +109,8 @@ def test_the_same_template_bound_twice_generates_two_kernels_with_their_own_view
                                   scale.bind(name="scale_packed", x=packed)])
     files = render_spec(spec, REPO, "tests/test_codegen.py").files
     assert sorted(files) == ["twice/__init__.py", "twice/scale_packed.cu", "twice/scale_window.cu", "twice/twice.cuh"]
-    assert "struct Window_snap_view : lg::Field<Window_snap_view_rows, T, 40, 56, 0, VectorBytes, Pack, long long>" in files["twice/twice.cuh"]
-    assert "struct Packed_view : lg::Field<Packed_view_rows, T, 40, 40, 0, VectorBytes, Pack, long long>" in files["twice/twice.cuh"]
+    assert "struct Window_snap_view : lg::v0_1_0::Field<Window_snap_view_rows, T, 40, 56, 0, VectorBytes, Pack, long long>" in files["twice/twice.cuh"]
+    assert "struct Packed_view : lg::v0_1_0::Field<Packed_view_rows, T, 40, 40, 0, VectorBytes, Pack, long long>" in files["twice/twice.cuh"]
     assert "lg::views::twice::Window_snap_view<float, 4, lg::Packing::strided> x{" in files["twice/scale_window.cu"]
     assert "lg::views::twice::Packed_view<float, 4, lg::Packing::strided> x{" in files["twice/scale_packed.cu"]
     assert "void __launch_bounds__(128) scale_window(" in files["twice/scale_window.cu"]

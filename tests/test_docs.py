@@ -255,7 +255,7 @@ LAUNCH_CASES: dict[str, Any] = {
     # the cases below make the call themselves: what they show happens in the call, past the arguments' checks
     "LG615": lambda: _without_a_device(lambda: _vsn().variable_selection_fwd(*_fwd())),
     "LG616": lambda: _vsn().variable_selection_fwd(*_fwd(), stream=12345),
-    "LG617": lambda: _vsn().context_broadcast(Dev((2**31 - 1, 16)), Dev((2**31 - 1, 17, 56), ptr=BASE + 2**40)),
+    "LG617": lambda: _vsn().context_broadcast(Dev((2**31 - 1, 16)), Dev((2**31 - 1, 65, 56), ptr=BASE + 2**40)),
     "LG620": lambda: _vsn().sgd_update(*_sgd(), lr="5e-5"),
     "LG621": lambda: _dropout()(Dev((256, 64, 40)), Dev((256, 64, 40), ptr=BASE + 0x1000000), 0.1, -1),
     "LG622": lambda: _vsn().sgd_update(*_sgd(), lr=float("nan")),

@@ -29,6 +29,7 @@ from layoutgen.codegen.model import kernel_model, view_model
 from layoutgen.codegen.render import render_spec
 from layoutgen.declare.grids import GRID_NAMES, BlockCount
 from layoutgen.declare.kernels import THREAD_INDEX
+from layoutgen.runtime import debug as debug_faults
 from layoutgen.runtime import driver, launch, occupancy
 from layoutgen.runtime.launch import BlockRule, KernelLauncher, KernelSpec, LaunchError, LayoutSpec, ParamSpec
 from tests.fake_device import FUNCTION, SMS
@@ -201,7 +202,7 @@ def test_each_grid_places_its_prologue_and_the_launcher_its_count() -> None:
     assert " return;" not in tiles.split("#line 1")[0]  # every thread of a tile runs the body
     assert "    const long long row = warp * 4;\n    if (row >= x.rows()) return;\n" in warps
     assert "    [[maybe_unused]] const lg::Tiles tiles{ x.rows(), tile_capacity, blockIdx.x, gridDim.x };\n" in persistent
-    assert "struct Tile {\n    long long row;\n    int rows;\n    int index;\n};" in persistent
+    assert "using Tile = TileOf<long long>;\nusing Tiles = TilesOf<long long>;\n" in persistent  # lg/grid.cuh's, at its index type
     assert " return;" not in general.split("#line 1")[0]
     assert "    [[maybe_unused]] float* const stage = reinterpret_cast<float*>(lg_shared + 0);  // f32 [K]\n" in general
     module = files["grids/__init__.py"]
@@ -352,8 +353,8 @@ def test_the_debug_build_launches_with_the_same_shared_memory(device: dict[str, 
     fn = launcher_of(debug, "series_reverse")
     assert fn.spec.debug
     monkeypatch.setattr(fn, "_modules", {(0, "sm_90"): object()})
-    for name in ("clear_fault", "check_fault", "scan_outputs"):
-        monkeypatch.setattr(launch, name, lambda *args: None)
+    for name in ("clear_fault", "check_fault", "scan_outputs"):  # the debug launch's checks (runtime/debug.py)
+        monkeypatch.setattr(debug_faults, name, lambda *args: None)
     debug.series_reverse(Dev((2, 20000, 1)), Dev((2, 20000, 1), ptr=OUT))
     assert device["made"] == [("series_reverse", 2, 256, 80000)]
 

@@ -19,6 +19,8 @@ import tomllib
 from pathlib import Path
 
 import pytest
+
+from layoutgen.runtime.device_library import LIBRARY_INCLUDE
 import yaml
 
 from layoutgen.runtime import nvrtc as rt
@@ -115,10 +117,10 @@ def test_compile_options_follow_the_loaded_nvrtc(both_wheels: tuple[Path, Path, 
     cu13, cu12, toolkit = both_wheels
     monkeypatch.setattr(rt, "nvrtc_version", lambda: (12, 9))
     assert rt.CompileRequest("", "k.cu").nvrtc_options() == (
-        "-arch=sm_90", "--std=c++17", f"-I{cu12}", "--ptxas-options=-v")
+        "-arch=sm_90", "--std=c++17", f"-I{LIBRARY_INCLUDE}", f"-I{cu12}", "--ptxas-options=-v")
     monkeypatch.setattr(rt, "nvrtc_version", lambda: (13, 5))
     assert rt.CompileRequest("", "k.cu").nvrtc_options() == (
-        "-arch=sm_90", "--std=c++17", f"-I{cu13}", f"-I{toolkit}", "--ptxas-options=-v")
+        "-arch=sm_90", "--std=c++17", f"-I{LIBRARY_INCLUDE}", f"-I{cu13}", f"-I{toolkit}", "--ptxas-options=-v")
 
 
 def test_a_folder_of_unknown_version_is_kept(tmp_path: Path) -> None:

@@ -258,9 +258,9 @@ def test_a_graph_replay_refuses_a_bare_handle() -> None:
 # item 8: grids past what CUDA launches ----------------------------------------------------------------
 
 def test_a_grid_of_more_blocks_than_cuda_allows_is_refused(launched: list[Any]) -> None:
-    # context_broadcast(ctx: Context [B, 16], dst: Window.context): a thread per element, 256 a block
-    b, k = 2**31 - 1, 17
-    threads, blocks = b * k * 16, -(-b * k * 16 // 256)
+    # context_broadcast(ctx: Context [B, 16], dst: Window.context): a thread per 16-byte group, 4 a row, 256 a block
+    b, k = 2**31 - 1, 65
+    threads, blocks = b * k * 4, -(-b * k * 4 // 256)
     args = (Dev((b, 16)), Dev((b, k, 56), ptr=BASE + 2**40))
     err = refused("LG617", lambda: vsn.context_broadcast(*args))
     assert str(err) == (
@@ -271,7 +271,7 @@ def test_a_grid_of_more_blocks_than_cuda_allows_is_refused(launched: list[Any]) 
 
 
 def test_the_largest_grid_cuda_allows_is_launched(launched: list[Any]) -> None:
-    b, k = 2**31 - 1, 16  # b * 16 * 16 threads: exactly MAX_GRID_BLOCKS blocks of 256
+    b, k = 2**31 - 1, 64  # b * 64 * 4 threads: exactly MAX_GRID_BLOCKS blocks of 256
     vsn.context_broadcast(Dev((b, 16)), Dev((b, k, 56), ptr=BASE + 2**40))
     assert launched == [("context_broadcast", MAX_GRID_BLOCKS, [BASE, BASE + 2**40, b, k])]
 
@@ -279,13 +279,13 @@ def test_the_largest_grid_cuda_allows_is_launched(launched: list[Any]) -> None:
 def test_a_program_refuses_a_grid_past_the_limit_before_any_launch(launched: list[Any]) -> None:
     from tests.test_program_runner import LR, SHAPES
 
-    b, k = 2**26, 2**10  # snap_feature_assemble: a thread per feature, 40 a row
+    b, k = 2**26, 2**10  # snap_feature_assemble: a thread per 16-byte group of features, 10 a row
     shapes = {name: tuple({"B": b, "K": k}.get(str(d), d) for d in shape) for name, shape in SHAPES.items()}
     shapes.update(raw=(b, k, 40), window=(b, k, 56), ctx=(b, 16), gates=(b, k, 40), y=(b, k, 40), target=(b, k, 40),
                   grad_y=(b, k, 40), grad_x=(b, k, 40))
     given = {name: Dev(shape, ptr=BASE + i * 2**45) for i, (name, shape) in enumerate(shapes.items())}
     err = refused("LG617", lambda: vsn.vsn_step(**given, lr=LR))
-    assert str(err).startswith(f"error[LG617]: `snap_feature_assemble` needs {b * k * 40} threads")
+    assert str(err).startswith(f"error[LG617]: `snap_feature_assemble` needs {b * k * 10} threads")
     assert launched == []
 
 

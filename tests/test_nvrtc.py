@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from layoutgen.runtime.device_library import LIBRARY_INCLUDE
+
 import layoutgen
 from layoutgen.runtime import nvrtc as rt
 from layoutgen.runtime import paths
@@ -395,7 +397,7 @@ def test_include_override_is_used_as_given(monkeypatch: pytest.MonkeyPatch, tmp_
     monkeypatch.setenv(paths.CUDA_INCLUDE_ENV, os.pathsep.join([str(a), "", str(b), str(a)]))
     assert paths.cuda_include_dirs() == (a, b)
     assert CompileRequest(SCALE, "k.cu").nvrtc_options() == (
-        "-arch=sm_90", "--std=c++17", f"-I{a}", f"-I{b}", "--ptxas-options=-v")
+        "-arch=sm_90", "--std=c++17", f"-I{LIBRARY_INCLUDE}", f"-I{a}", f"-I{b}", "--ptxas-options=-v")
 
 
 def test_include_search_order(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

@@ -15,6 +15,8 @@ from typing import Any
 
 import pytest
 
+from layoutgen.runtime.device_library import LIBRARY_INCLUDE
+
 from tests.helpers.cli import nvrtc_missing, run_layoutgen
 
 REPO = Path(__file__).resolve().parent.parent
@@ -28,7 +30,7 @@ needs_nvcc = pytest.mark.skipif(NVCC is None, reason="nvcc is not on the PATH")
 
 
 def _device_compile(compiler: list[str], source: Path, out: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*compiler, "-c", "-I", str(GENERATED), str(source), "-o", str(out)],
+    return subprocess.run([*compiler, "-c", "-I", str(GENERATED), f"-I{LIBRARY_INCLUDE}", str(source), "-o", str(out)],
                           capture_output=True, text=True, timeout=300)
 
 

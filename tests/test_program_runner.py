@@ -51,8 +51,8 @@ def test_the_runner_launches_every_kernel_in_order_with_each_buffers_pointer(
     by_kernel = {name: (blocks, block, values) for name, blocks, block, values in launches}
     # variable_selection_fwd(x=window.snap, W, b, gates, y), then the layouts' symbols B and K
     assert by_kernel["variable_selection_fwd"][2] == [ptr["window"], ptr["W"], ptr["b"], ptr["gates"], ptr["y"], B, K]
-    # one thread per element of Window.context: B*K rows of 16, 256 threads a block
-    assert by_kernel["context_broadcast"][:2] == ((B * K * 16 + 255) // 256, 256)
+    # one thread per 16-byte group of Window.context (Grid.vectors): B*K rows of 4, 256 threads a block
+    assert by_kernel["context_broadcast"][:2] == ((B * K * 4 + 255) // 256, 256)
     # the pointers, then the scalar `lr` by value (a program value, given each run)
     assert by_kernel["sgd_update"][2] == [ptr["W"], ptr["b"], ptr["grad_W"], ptr["grad_b"], LR_BITS]
 

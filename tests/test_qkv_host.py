@@ -41,30 +41,54 @@ def rng() -> np.random.Generator:
     return np.random.default_rng()
 
 
-@pytest.mark.parametrize(("b", "s", "d"), [(2, 5, 16), (1, 3, 128)])
+def general_threads(elements: int, per_block: int, block: int = 256) -> int:
+    """The threads of ``Grid.general(blocks=ceil_div([...], per_block), block=block)`` over ``elements``."""
+    return -(-elements // per_block) * block
+
+
+# d = 16 and 128: each half of a head is whole 16-byte groups (4 pairs a thread, one load and store a half);
+# d = 6 and 10: it is not (3 and 5 pairs), and each thread rotates its 4 pairs one by one, across heads.
+@pytest.mark.parametrize(("b", "s", "d"), [(2, 5, 16), (1, 3, 128), (2, 3, 6), (1, 5, 10)])
 def test_rope_rotates_q_and_k_and_leaves_v(tmp_path: Path, rng: np.random.Generator, b: int, s: int, d: int) -> None:
     qkv = rng.normal(size=(b, s, (ref.H + 2 * ref.HKV) * d)).astype(np.float32)
     pos = rng.integers(0, 4096, size=(b, s, 1)).astype(np.int32)
     before = qkv.copy()
     # q and k are two views of the same buffer: the launcher passes the array twice.
-    # Grid.elements("q"): one thread per element of q, B*S rows of 32 heads of D
-    host_launch(qkv_kernel("rope", tmp_path), [qkv, qkv, pos], [b, s, d], threads=b * s * ref.H * d, block=128)
+    # Grid.general(blocks=ceil_div([B, S, Hq, D], 8 * 256)): a thread per 4 pairs of a query head
+    host_launch(qkv_kernel("rope", tmp_path), [qkv, qkv, pos], [b, s, d],
+                threads=general_threads(b * s * ref.H * d, 8 * 256), block=256)
     want = ref.rope(before, pos[..., 0], d)
     assert ref.relative_error(qkv, want) < 2e-4
     _, _, v = ref.split(qkv, d)
     assert np.array_equal(v, ref.split(before, d)[2]), "rope wrote into v"
 
 
-@pytest.mark.parametrize(("b", "s", "d"), [(2, 7, 16), (1, 2, 128)])
+# d = 16 and 128: 16-byte groups on both sides; d = 6 and 3: a thread's 4 elements one by one, across rows.
+@pytest.mark.parametrize(("b", "s", "d"), [(2, 7, 16), (1, 2, 128), (2, 3, 6), (1, 7, 3)])
 def test_kv_split_fills_the_caches(tmp_path: Path, rng: np.random.Generator, b: int, s: int, d: int) -> None:
     qkv = rng.normal(size=(b, s, (ref.H + 2 * ref.HKV) * d)).astype(np.float32)
     kc = np.full((b, ref.HKV, s, d), np.nan, dtype=np.float32)
     vc = np.full((b, ref.HKV, s, d), np.nan, dtype=np.float32)
-    host_launch(qkv_kernel("kv_split", tmp_path), [qkv, qkv, kc, vc], [b, s, d], threads=b * ref.HKV * s * d,
-                block=128)
+    # Grid.general(blocks=ceil_div([B, Hkv, S, D], 4 * 256)): a thread per 4 elements of a cache
+    host_launch(qkv_kernel("kv_split", tmp_path), [qkv, qkv, kc, vc], [b, s, d],
+                threads=general_threads(b * ref.HKV * s * d, 4 * 256), block=256)
     want_k, want_v = ref.kv_split(qkv, d)
     assert not np.isnan(kc).any() and not np.isnan(vc).any(), "an element of a cache was not written"
     assert np.array_equal(kc, want_k) and np.array_equal(vc, want_v)
+
+
+def test_kv_split_into_caches_off_16_bytes_moves_elements_one_by_one(tmp_path: Path, rng: np.random.Generator) -> None:
+    """Caches 4 bytes past a 16-byte boundary: lg::aligned refuses the 16-byte path, and every element still lands."""
+    b, s, d = 2, 5, 16
+    qkv = rng.normal(size=(b, s, (ref.H + 2 * ref.HKV) * d)).astype(np.float32)
+    n = b * ref.HKV * s * d
+    flat = np.full((2, n + 4), np.nan, dtype=np.float32)  # rows of n + 4 floats: each 16-byte aligned (numpy's 64)
+    kc, vc = flat[0, 1:n + 1].reshape(b, ref.HKV, s, d), flat[1, 1:n + 1].reshape(b, ref.HKV, s, d)
+    host_launch(qkv_kernel("kv_split", tmp_path), [qkv, qkv, kc, vc], [b, s, d],
+                threads=general_threads(b * ref.HKV * s * d, 4 * 256), block=256)
+    want_k, want_v = ref.kv_split(qkv, d)
+    assert np.array_equal(kc, want_k) and np.array_equal(vc, want_v)
+    assert np.isnan(flat[:, 0]).all() and np.isnan(flat[:, n + 1:]).all(), "kv_split wrote outside the caches"
 
 
 def test_reference_rotation_is_a_rotation_of_each_pair(rng: np.random.Generator) -> None:
@@ -118,7 +142,7 @@ def test_rope_on_padded_heads_through_a_named_axis(tmp_path: Path, rng: np.rando
     pos = rng.integers(0, 512, size=(b, s, 1)).astype(np.int32)
     before = padded.copy()
     fn = qkv_kernel("rope_padded", tmp_path, folder=tmp_path)
-    host_launch(fn, [padded, padded, pos], [b, s], threads=b * s * 32 * d, block=128)
+    host_launch(fn, [padded, padded, pos], [b, s], threads=general_threads(b * s * 32 * d, 8 * 256), block=256)
     packed = before[..., :128].reshape(b, s, 48 * d)
     want = ref.rope(packed, pos[..., 0], d).reshape(b, s, 48, d)
     assert ref.relative_error(padded[..., :128], want) < 2e-4

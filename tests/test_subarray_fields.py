@@ -311,13 +311,13 @@ def test_the_generated_layout_class_of_a_symbolic_row() -> None:
     assert info.value.code == "LG601" and "takes `D=...`" in str(info.value)
 
 
-def test_a_grid_per_element_of_a_symbolic_row_is_counted_at_launch() -> None:
+def test_a_grid_counted_in_a_symbolic_row_is_counted_at_launch() -> None:
     import generated.qkv as qkv
 
-    # rope: one thread per element of q, B*S rows of 32 heads of D; kv_split: per element of a cache row of D
-    assert qkv._lg_kernel_rope.grid({"B": 2, "S": 3, "D": 64}) == 2 * 3 * 32 * 64
-    assert qkv._lg_kernel_kv_split.grid({"B": 2, "S": 3, "D": 64}) == 2 * 8 * 3 * 64
-    assert "if (element >= q.rows() * 32 * lg_dim_D) return;" in (REPO / "generated/qkv/rope.cu").read_text()
+    # rope: blocks of 256 threads, a thread per 4 pairs of a q head (B*S rows of 32 heads of D / 2 pairs);
+    # kv_split: a thread per 4 elements of a cache row of D. (Grid.elements over such a row: tests/test_thread_grids.py)
+    assert qkv._lg_kernel_rope.blocks({"B": 2, "S": 3, "D": 64}) == -(-2 * 3 * 32 * 64 // (8 * 256))
+    assert qkv._lg_kernel_kv_split.blocks({"B": 2, "S": 3, "D": 64}) == -(-2 * 8 * 3 * 64 // (4 * 256))
 
 
 def test_a_dim_derived_from_another_shape_is_refused() -> None:

@@ -79,7 +79,9 @@ def test_async_tile_copies_are_cp_async_on_sm_90() -> None:
     """The offline compile below is for sm_90, where load_async() is cp.async: its PTX must assemble."""
     files = _rendered()
     assert "xs.load_async(x, tile_row, tile_rows);" in files["tiles/scale_snap_async.cu"]
-    assert "cp.async.cg.shared.global [%0], [%1], 16;" in files["tiles/tiles.cuh"]
+    library = Path(__file__).resolve().parent.parent / "layoutgen/include/lg/detail/shared_tile.cuh"
+    assert "cp.async.cg.shared.global [%0], [%1], 16;" in library.read_text(encoding="utf-8")
+    assert "#include <lg/lg.cuh>" in files["tiles/tiles.cuh"]
 
 
 def test_tiles_compile_offline_in_both_builds() -> None:

@@ -102,3 +102,64 @@ def test_the_backward_on_tensor_cores_matches_float64_and_the_kernel_by_hand(
         assert ref.relative_error(grad_b.astype(np.float64) - b0, want_b) < 1e-4, label
         outs[label] = grad_x
     assert np.array_equal(outs["bwd"], outs["bwd by hand"])
+
+
+# -- the simple kernels: Grid.vectors, 16-byte groups (issue 33) -------------------------------------------------
+
+from tests.helpers.host import host_kernel  # noqa: E402  (the simple kernels' shim: a call per thread)
+
+# name -> (the generated kernel, its C++ parameter list, the arguments passed on)
+SIMPLE = {
+    "snap_feature_assemble": ("const float* raw, const float* mean, const float* inv_std, float* snap, long long B, "
+                              "long long K", "raw, mean, inv_std, snap, B, K"),
+    "context_broadcast": ("const float* ctx, float* dst, long long B, long long K", "ctx, dst, B, K"),
+    "mse_grad": ("const float* y, const float* target, float* grad_y, long long B, long long K",
+                 "y, target, grad_y, B, K"),
+    "zero_grads": ("float* gw, float* gb", "gw, gb"),
+    "sgd_update": ("float* w, float* b, const float* gw, const float* gb, float lr", "w, b, gw, gb, lr"),
+}
+
+
+def simple(name: str, tmp: Any) -> Any:
+    params, args = SIMPLE[name]
+    return host_kernel(name, tmp, GENERATED, (name, params, args))
+
+
+def run(fn: Any, arrays: list[np.ndarray[Any, Any]], *values: Any, threads: int) -> None:
+    """A launch of a Grid.vectors kernel of 16-byte groups: ``threads`` threads in blocks of 256."""
+    assert all(a.flags.c_contiguous for a in arrays)
+    fn(*[ctypes.c_void_p(a.ctypes.data) for a in arrays], *values, ctypes.c_longlong(threads), ctypes.c_int(256))
+
+
+# B * K rows: 1 (one group of threads), 7 * 33 (a last block partly idle), 3 * 300
+@pytest.mark.parametrize(("b", "k"), [(1, 1), (7, 33), (3, 300)])
+def test_the_simple_kernels_match_float64_and_write_only_their_fields(tmp_path: Any, b: int, k: int) -> None:
+    rng = np.random.default_rng()
+    rows = b * k
+    ll = ctypes.c_longlong
+    raw = f32(rng.standard_normal((b, k, 40)) * 3)  # some past the clip at +-5
+    stats = f32(np.stack([rng.standard_normal(40), rng.random(40) + 0.5], axis=1))
+    ctx = f32(rng.standard_normal((b, 16)))
+    window = np.full((b, k, 56), np.nan, np.float32)
+    # Grid.vectors: 10 groups of 16 bytes a snap row, 4 a context row
+    # mean and inv_std are two views of the same [40, 2] array: the launcher passes it twice
+    run(simple("snap_feature_assemble", tmp_path), [raw, stats, stats, window], ll(b), ll(k), threads=rows * 10)
+    assert ref.relative_error(window[..., ref.SNAP], ref.snap_feature_assemble(raw, stats)) < 1e-6
+    assert np.isnan(window[..., ref.CONTEXT]).all(), "snap_feature_assemble wrote outside Window.snap"
+    run(simple("context_broadcast", tmp_path), [ctx, window], ll(b), ll(k), threads=rows * 4)
+    assert np.array_equal(window[..., ref.CONTEXT], ref.context_broadcast(ctx, k))
+    assert ref.relative_error(window[..., ref.SNAP], ref.snap_feature_assemble(raw, stats)) < 1e-6
+
+    y, target = f32(rng.standard_normal((b, k, 40))), f32(rng.standard_normal((b, k, 40)))
+    grad_y = np.full((b, k, 40), np.nan, np.float32)
+    run(simple("mse_grad", tmp_path), [y, target, grad_y], ll(b), ll(k), threads=rows * 10)
+    assert ref.relative_error(grad_y, ref.mse_grad(y, target)) < 1e-6
+
+    grad_w, grad_b = f32(rng.standard_normal((40, 40))), f32(rng.standard_normal(40))
+    w, bias = f32(rng.standard_normal((40, 40))), f32(rng.standard_normal(40))
+    w0, b0 = w.copy(), bias.copy()
+    run(simple("sgd_update", tmp_path), [w, bias, grad_w, grad_b], ctypes.c_float(0.25), threads=400)
+    assert ref.relative_error(w, w0 - 0.25 * grad_w.astype(np.float64)) < 1e-6
+    assert ref.relative_error(bias, b0 - 0.25 * grad_b.astype(np.float64)) < 1e-6
+    run(simple("zero_grads", tmp_path), [grad_w, grad_b], threads=400)
+    assert not grad_w.any() and not grad_b.any()

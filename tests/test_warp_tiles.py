@@ -30,6 +30,7 @@ from tests.fake_device import SMS
 from tests.helpers.rendering import load, nvrtc
 from tests.helpers.golden import render
 from tests.helpers.grids import OUT, device, raises  # noqa: F401  (device: the fixture that records what it would start)
+from tests.helpers.debug_fault import install_fault
 from tests.helpers.launch import Dev
 
 REPO = Path(__file__).resolve().parent.parent
@@ -166,40 +167,45 @@ def test_the_debug_build_checks_each_stage_and_names_the_tile() -> None:
     debug = rendered_files(debug=True)
     assert ('lg::SharedTile<float, 9, 3, 3, 4, 32, lg::TileScope::warp, 1> xs{ reinterpret_cast<float*>(lg_shared + 0 '
             '+ lg::warp_in_block() * 108), 0, "warp_shift.xs (a tile of x)" };') in debug["warp_tiles/warp_shift.cu"]
-    header = debug["warp_tiles/warp_tiles.cuh"]
-    assert ("        Stage one{ data + (i % Stages) * (Capacity * Pitch) };\n"
+    assert "#include <lg/debug.cuh>\n" in debug["warp_tiles/warp_tiles.cuh"]  # the debug build's tile: the library's
+    tile = (Path(__file__).resolve().parent.parent / "layoutgen/include/lg/detail/shared_tile.cuh").read_text()
+    assert ("        Stage one{ data + (i % Stages) * (Capacity * Pitch) };\n#if LG_DETAIL_DEBUG\n"
             "        if (i < 0) out_of_field(lg_where, -1 - lg_tile, 0, i, Stages, -1);\n"
-            "        one.lg_tile = lg_tile;\n") in header
+            "        one.lg_tile = lg_tile;\n") in tile
 
 
 def test_a_stage_fault_names_the_tile_and_the_stage(monkeypatch: pytest.MonkeyPatch) -> None:
     """What the debug build's record of stage(-1) becomes at the launcher: LG611, naming the tile and the stage."""
     from layoutgen.runtime import debug
 
-    record = _Record(np.array([1, -1, 0, -1, 1, -1], np.int64))  # hit, tile 0, index 0 is -1 of 1 stage
-    monkeypatch.setattr(debug, "_fault_record", lambda module: record)
-    monkeypatch.setattr(debug, "_synchronize", lambda stream: None)
+    # hit; tile 0 (-1 - 0); index -1 of 1 stage (width -1: a stage's check) in block 1, thread 33; an accessor's
+    # check (access -1), at no known line
+    record = install_fault(monkeypatch, hit=1, param=-1, row=0, col=-1, rows=1, width=-1, block=1, thread=33,
+                           access=-1)
     spec = KernelSpec("warp_shift", "warp_shift.cu", (), (), 0, 1, 64, shared=(SharedArray("xs", 4, (2, 9, 3)),))
     with pytest.raises(debug.KernelFault) as info:
         check_fault(spec, object(), None)
     assert info.value.diagnostic.code == "LG611"
     assert info.value.diagnostic.message == (
         "`warp_shift` asked shared tile `xs` for stage -1, but a stage must not be negative (the ring of 1 stage "
-        "wraps at its end itself); the thread stopped before the access")
-    assert list(record.values) == [0] * 6  # cleared for the next launch
+        "wraps at its end itself), in block 1, thread 33; the thread stopped before the access")
+    assert not record.values.any()  # cleared for the next launch
 
 
-class _Record:
-    """A device array of the fault record, as `check_fault` reads it."""
+def test_the_fault_record_is_the_debug_headers_struct() -> None:
+    """The runtime's description of the record names the words of lg/fault.cuh's lg::Fault in its order, and the
+    file's bytes after them: the launcher reads what the device writes."""
+    from layoutgen.runtime import debug
 
-    def __init__(self, values: np.ndarray[Any, Any]) -> None:
-        self.values, self.nbytes = values, values.nbytes
-
-    def get(self) -> np.ndarray[Any, Any]:
-        return self.values
-
-    def fill(self, value: int) -> None:
-        self.values[:] = value
+    header = (Path(__file__).resolve().parent.parent / "layoutgen/include/lg/fault.cuh").read_text()
+    body = header[header.index("struct Fault {"):].split("};", 1)[0]
+    words: list[str] = []
+    for line in body.splitlines()[1:]:
+        declaration = line.split("//", 1)[0].strip().rstrip(";")
+        if declaration.startswith(("unsigned long long ", "long long ")):
+            words += [w.strip() for w in declaration.removeprefix("unsigned ").removeprefix("long long ").split(",")]
+    assert tuple(words) == debug.FaultRecord._fields
+    assert f"char file[{debug.FAULT_FILE_BYTES}];" in body
 
 
 @pytest.mark.parametrize(("rows", "blocks"), [(16 * 100 + 5, 101), (16 * 5000, 8 * SMS), (1, 1)])

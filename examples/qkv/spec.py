@@ -13,7 +13,7 @@ half-split pairs (i, i + D/2)); `kv_split` copies `k` and `v` into a
 contiguous cache laid out [B, Hkv, S, D], the layout attention reads.
 """
 
-from layoutgen import Field, Grid, In, InOut, Kernel, Layout, Out, Spec, dims, f32, i32
+from layoutgen import Field, Grid, In, InOut, Kernel, Layout, Out, Spec, ceil_div, dims, f32, i32
 
 B, S, D = dims("B S D")
 H, HKV = 32, 8  # query heads and key/value heads of this configuration
@@ -39,14 +39,16 @@ rope = Kernel("rope", "rope.cu.j2", [
     InOut("q", [B, S, Hq, D]),
     InOut("k", [B, S, Hkv, D]),
     In("pos", [B, S, 1]),
-], grid=Grid.elements("q"), doc="rotary position embedding of q and k, in place")
+], grid=Grid.general(blocks=ceil_div([B, S, Hq, D], 8 * 256), block=256),  # a thread per 4 pairs of a q head
+   doc="rotary position embedding of q and k, in place")
 
 kv_split = Kernel("kv_split", "kv_split.cu.j2", [
     In("k", [B, S, Hkv, D]),
     In("v", [B, S, Hkv, D]),
     Out("k_cache", [B, Hkv, S, D]),
     Out("v_cache", [B, Hkv, S, D]),
-], grid=Grid.elements("k_cache"), doc="copy k and v into the per-head contiguous caches")
+], grid=Grid.general(blocks=ceil_div([B, Hkv, S, D], 4 * 256), block=256),  # a thread per 4 elements of a cache
+   doc="copy k and v into the per-head contiguous caches")
 
 spec = Spec("qkv", kernels=[
     rope.bind(q=QKV.q, k=QKV.k, pos=Positions),

@@ -48,12 +48,12 @@ snap_feature_assemble = Kernel("snap_feature_assemble", "snap_feature_assemble.c
     In("mean", [F, 1]),
     In("inv_std", [F, 1]),
     Out("snap", [B, K, F]),
-], grid=Grid.elements("snap"), doc="normalise and clip raw features into Window.snap")
+], grid=Grid.vectors("snap"), doc="normalise and clip raw features into Window.snap")
 
 context_broadcast = Kernel("context_broadcast", "context_broadcast.cu.j2", [
     In("ctx", [B, C]),
     Out("dst", [B, K, C]),
-], grid=Grid.elements("dst"), doc="copy each series' context into every snapshot's row")
+], grid=Grid.vectors("dst"), doc="copy each series' context into every snapshot's row")
 
 #: Warps a block of the VSN's tensor-core kernels: each works alone on tiles of 32 rows of its own.
 WARPS = 4
@@ -87,12 +87,12 @@ mse_grad = Kernel("mse_grad", "mse_grad.cu.j2", [
     In("y", [B, K, F]),
     In("target", [B, K, F]),
     Out("grad_y", [B, K, F]),
-], grid=Grid.elements("grad_y"), doc="gradient of the mean squared error over features")
+], grid=Grid.vectors("grad_y"), doc="gradient of the mean squared error over features")
 
 zero_grads = Kernel("zero_grads", "zero_grads.cu.j2", [
     Out("grad_W", [F, F]),
     Out("grad_b", [F]),
-], grid=Grid.elements("grad_W"), doc="clear the accumulated weight gradients")
+], grid=Grid.vectors("grad_W"), doc="clear the accumulated weight gradients")
 
 sgd_update = Kernel("sgd_update", "sgd_update.cu.j2", [
     InOut("W", [F, F]),
@@ -100,7 +100,7 @@ sgd_update = Kernel("sgd_update", "sgd_update.cu.j2", [
     In("grad_W", [F, F]),
     In("grad_b", [F]),
     Scalar("lr", f32, finite=True),  # the step size, already divided by the rows
-], grid=Grid.elements("W"), doc="W -= lr * grad_W; b -= lr * grad_b")
+], grid=Grid.vectors("W"), doc="W -= lr * grad_W; b -= lr * grad_b")
 
 # -- the training step as a program ------------------------------------------------
 

@@ -23,6 +23,7 @@ from ..declare.tiles import TileLayout
 from ..declare.tiles import shared_arrays as laid_out
 from ..schema.dims import Dim, Size, shape_text
 from ..schema.names import CPP_DIM
+from ..schema.view import View
 
 #: The skeleton that writes each kind of grid's part of the prologue.
 GRID_SKELETONS: Mapping[str, str] = {
@@ -32,12 +33,40 @@ GRID_SKELETONS: Mapping[str, str] = {
 }
 #: The prologue's part that carves the shared buffer into the kernel's arrays.
 SHARED_SKELETON = "shared_arrays.cu.j2"
-#: File-scope helpers: for a persistent grid (lg::Tile, lg::Tiles), and for a kernel with shared arrays.
+#: File-scope helpers: for a persistent grid (lg::Tile, lg::Tiles); for the grids whose body computes its own
+#: indices from one thread index (lg::divmod, lg::aligned); for a kernel with shared arrays.
 FILE_HELPERS: Mapping[str, str] = {"persistent": "tiles.cuh.j2", "persistent_warp": "tiles.cuh.j2",
-                                   "shared": "shared.cuh.j2"}
+                                   "row": "threads.cuh.j2", "element": "threads.cuh.j2", "vector": "threads.cuh.j2",
+                                   "general": "threads.cuh.j2", "shared": "shared.cuh.j2"}
 #: A cooperative grid's indices stay below its rows plus 32 times its capacity (the first row of a
 #: block's last warp): where that reaches 2^31 they are `long long`, whatever the views' index type.
 INT_LIMIT = 2**31
+
+
+def _row_bytes(view: View) -> int | None:
+    """Bytes of one row of ``view``'s field; None where a symbol bound at launch counts its columns."""
+    return view.width * view.dtype.size if view.column_unit.is_static else None
+
+
+def vector_params(binding: Binding) -> tuple[str, ...]:
+    """The parameters a ``Grid.vectors`` body moves group for group with the grid's own: those bound to views
+    whose rows hold as many bytes as the grid parameter's. A view of another row width (a table read a column
+    at a time, a per-series row broadcast over many) is indexed by element or row, not by the grid's groups:
+    its alignment does not narrow the groups, and its launcher keeps checking the alignment its own accesses need.
+    """
+    grid = binding.kernel.grid
+    if grid.per != "vector" or grid.param is None:
+        return ()
+    bytes_ = _row_bytes(binding.view(grid.param))
+    return tuple(p.name for p, v in binding.pairs if bytes_ is not None and _row_bytes(v) == bytes_)
+
+
+def vector_width(binding: Binding) -> int:
+    """The bytes of each group of a ``Grid.vectors``: the widest access aligned on every row of every view moved in
+    step with the grid's parameter (:func:`vector_params`), so that a body's ``x.vec(r, i)`` of any of them is one
+    aligned access of that width, chosen without the template asking."""
+    moved = set(vector_params(binding))
+    return min(v.vector_bytes for p, v in binding.pairs if p.name in moved)
 
 
 def runtime_dims(dims: Sequence[Dim], values: Mapping[str, Dim]) -> tuple[str | int, ...]:
@@ -114,7 +143,7 @@ def grid_model(binding: Binding, values: Mapping[str, Dim]) -> GridModel:
     kernel = binding.kernel
     grid: Grid = kernel.grid
     shared = shared_models(laid_out(binding), values)
-    helpers = [FILE_HELPERS[grid.per]] if grid.per in RESIDENT else []
+    helpers = [FILE_HELPERS[grid.per]] if grid.per in FILE_HELPERS else []
     prologue = [GRID_SKELETONS[grid.per]]
     if shared:
         helpers.append(FILE_HELPERS["shared"])

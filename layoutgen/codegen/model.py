@@ -14,13 +14,14 @@ no scope between a use and the global namespace can declare another ``lg``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ..declare.grids import RESIDENT, launch_dims
 from ..declare.kernels import Binding, Param
 from ..declare.tiles import tile_vector_bytes, tiled_params
 from ..declare.unify import unify
-from .grids import GRID_SKELETONS, SharedModel, grid_model
+from .library import library_namespace
+from .grids import GRID_SKELETONS, SharedModel, grid_model, vector_params, vector_width
 from ..schema import View
 from ..schema.dims import Dim, Size, shape_text, strides_text
 from ..schema.names import CPP_ARGUMENT, CPP_DIM
@@ -83,6 +84,9 @@ class ViewModel:
     # index can land inside the field while one of its parts is out of range).
     index_checks: tuple[tuple[str, str], ...] = ()
     unit: str = ""  # what one column counts where that is a symbol (`D`); empty for plain fields
+    # The device library's namespace, by version (`lg::v0_1_0`): the header names it in full, so that its views
+    # bind to the library of the layoutgen that generated them (layoutgen/include/lg/version.cuh).
+    library: str = field(default_factory=lambda: f"lg::{library_namespace()}")
 
     @property
     def members(self) -> tuple[str, ...]:
@@ -108,9 +112,16 @@ class ViewModel:
     @property
     def base(self) -> str:
         """The ``lg::Field`` the struct derives from, with the kernel's checked vector width as ``VectorBytes``
-        and whether the parameter is declared packed as ``Pack``."""
-        return (f"lg::Field<{self.tag}, T, {self.width}, {self.row_stride}, {self.offset}, VectorBytes, Pack, "
-                f"{self.index_type}{self.policies}>")
+        and whether the parameter is declared packed as ``Pack``, in its version's namespace."""
+        policies = self.policies.replace("lg::", f"{self.library}::")
+        return (f"{self.library}::Field<{self.tag}, T, {self.width}, {self.row_stride}, {self.offset}, VectorBytes, "
+                f"Pack, {self.index_type}{policies}>")
+
+    @property
+    def checked_base(self) -> str:
+        """The debug build's base: ``lg::debug::CheckedField`` of the struct itself over :attr:`base`, which
+        checks each accessor of the field (layoutgen/include/lg/checked.cuh)."""
+        return f"{self.library}::debug::CheckedField<{self.struct}<T, VectorBytes, Pack>, {self.base}>"
 
 
 def _horner(names: list[str], dims: list[str]) -> str:
@@ -216,7 +227,7 @@ def grid_shape(binding: Binding) -> tuple[int, int]:
     view = binding.view(grid.param)
     if grid.per == "element":
         return 0, view.width
-    vector_bytes = min(v.vector_bytes for _, v in binding.views)
+    vector_bytes = vector_width(binding)  # of the views moved group for group with the grid's (codegen/grids.py)
     return vector_bytes, view.width * view.dtype.size // vector_bytes
 
 
@@ -224,11 +235,12 @@ def param_vector_bytes(binding: Binding, param: Param, view: View) -> int:
     """The widest access a kernel may make on ``param``: the alignment its launcher checks.
 
     ``vector=`` where declared (LG204 keeps it within the field's alignment), the kernel's width
-    with ``Grid.vectors``, else one element. The generated view takes it as ``VectorBytes``, so a
+    with ``Grid.vectors`` for the views it moves in groups, else one element. The generated view takes it as ``VectorBytes``, so a
     body's ``x.vec<N>()`` wider than what the launcher checks does not compile.
     """
     tiled = tile_vector_bytes(view) if param.name in tiled_params(binding) else 0  # a tile's copies
-    return max(param.vector or 0, grid_shape(binding)[0], view.dtype.size, tiled)
+    grid = grid_shape(binding)[0] if param.name in vector_params(binding) else 0  # Grid.vectors' groups
+    return max(param.vector or 0, grid, view.dtype.size, tiled)
 
 
 def per_row_symbols(binding: Binding) -> tuple[str, ...]:
@@ -261,7 +273,13 @@ class ParamModel:
     @property
     def initializer(self) -> str:
         """What the view is built from: ``{lg_arg_x, {lg_dim_D}}, lg_dim_B, lg_dim_D``."""
-        return ", ".join([f"{{{self.argument}{self.view.scale_init}}}", *self.view.members])
+        return ", ".join([self.field_initializer, *self.view.members])
+
+    @property
+    def field_initializer(self) -> str:
+        """What the view's ``lg::Field`` is built from: ``{lg_arg_x, {lg_dim_D}}`` (the debug build's view puts
+        its ``lg::debug::CheckedField``'s parameter number and name after it, in braces of their own)."""
+        return f"{{{self.argument}{self.view.scale_init}}}"
 
 
 @dataclass(frozen=True)

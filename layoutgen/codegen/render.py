@@ -20,6 +20,7 @@ from ..declare.source_kernels import SourceKernel
 from ..declare.spec import Spec
 from ..schema import View
 from ..schema.diagnostics import Diagnostic, Site
+from .. import version
 from ..version import __version__
 from .existing_kernel import existing_kernel
 from .env import (
@@ -28,6 +29,7 @@ from .env import (
 )
 from .escape import Escaped, c_string
 from .facts import c89_stamped, facts_header
+from .library import library_namespace, library_version_macro
 from .model import KernelModel, kernel_model, row_tag, struct_name, view_model
 from .pymodule import module_model
 from .source_shim import source_kernel
@@ -290,7 +292,8 @@ def render_spec(
     base = f"{spec.name}"
     files[f"{base}/{header}"] = skeletons().get_template("views.cuh.j2").render(
         spec=spec.name, views=list(views.values()), needs_fp16="f16" in dtypes, needs_bf16="bf16" in dtypes,
-        debug=debug,
+        debug=debug, version=version.__version__, abi=library_namespace(), abi_macro=library_version_macro(),
+        build="debug" if debug else "release", library="debug" if debug else "lg",
     )
     problems: list[Diagnostic] = []
     c_files: dict[str, str] = {}  # `facts=True`: the layouts' numbers as C constants (codegen/facts.py)

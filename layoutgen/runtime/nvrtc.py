@@ -11,8 +11,9 @@ is given are those of the same major version.
 
 Default options are ``-arch=<arch>``, ``--std=c++17`` (left out when the
 request's options choose a standard), ``-I`` for each of the request's
-project header folders (``include`` of ``[tool.layoutgen]``), then for each
-folder of :func:`~layoutgen.runtime.paths.cuda_include_dirs`.
+project header folders (``include`` of ``[tool.layoutgen]``), then for the
+device library's folder (:mod:`~layoutgen.runtime.device_library`), then for
+each folder of :func:`~layoutgen.runtime.paths.cuda_include_dirs`.
 ``-default-device`` is deliberately *not* a default: generated code marks
 every device function ``__device__``, so it compiles unchanged with nvcc
 too; a request that wants it can pass it in ``options``.
@@ -33,6 +34,7 @@ from ..schema.diagnostics import Diagnostic, LayoutgenError, Site
 from . import paths
 from .elf import whole_cubin
 from .nvrtc_log import LogError, parse_errors, parse_log
+from .device_library import LIBRARY_INCLUDE, library_digest
 from .project_headers import HeaderFolderError, project_header_digest
 
 __all__ = [
@@ -100,6 +102,7 @@ class CompileRequest:
         if not any(o.startswith(_STD_OPTIONS) for o in self.options):
             opts.append("--std=c++17")
         opts += [f"-I{d}" for d in self.include_dirs]  # first, as nvcc searches -I before the system's
+        opts.append(f"-I{LIBRARY_INCLUDE}")  # layoutgen's device library: `#include <lg/lg.cuh>`
         opts += [f"-I{d}" for d in paths.cuda_include_dirs(_loaded_major())]  # the headers of this NVRTC's major
         opts += self.options
         opts.append("--ptxas-options=-v")  # always: the resources cost nothing and keep the key report-free
@@ -109,8 +112,9 @@ class CompileRequest:
         """The cache key: sha256 (hex) of everything that decides the cubin.
 
         Source, every header, the full option list (so the include folders
-        too), every file under the project header folders, the arch, the
-        NVRTC version and layoutgen's version. Reads those files on every
+        too), every file under the project header folders, the device
+        library's headers (``lg/*.cuh``), the arch, the NVRTC version and
+        layoutgen's version. Reads those files on every
         call, so a header edited since the last call gives another key. Raises
         :class:`NvrtcUnavailableError` when NVRTC cannot be loaded and
         :class:`HeaderFolderError` (LG514) for a header folder that is not there.
@@ -121,6 +125,7 @@ class CompileRequest:
             "source": self.source,
             "headers": [list(h) for h in self.headers],
             "project_headers": project_header_digest(self.include_dirs),
+            "library": library_digest(),  # the device library's headers (runtime/device_library.py)
             "options": list(self.nvrtc_options()),
             "arch": self.arch,
             "nvrtc": f"{major}.{minor}",

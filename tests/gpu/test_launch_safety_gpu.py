@@ -210,11 +210,11 @@ def test_stream_objects_run_the_kernel_on_that_stream(vsn, host) -> None:  # typ
 
 def test_a_grid_of_more_blocks_than_cuda_allows_is_refused(vsn) -> None:  # type: ignore[no-untyped-def]
     # stand-ins of 2**31 - 1 series over small poisoned buffers: a launch would write far past them
-    ctx_memory, window_memory = _poisoned(4, 16), _poisoned(4, 17, 56)
+    ctx_memory, window_memory = _poisoned(4, 16), _poisoned(4, 65, 56)
     ctx = Described(ctx_memory, (2**31 - 1, 16))
-    window = Described(window_memory, (2**31 - 1, 17, 56))
-    text = _refused("LG617", lambda: vsn.context_broadcast(ctx, window))
-    assert "`context_broadcast` needs 584115551984 threads" in text and "at most 2147483647 blocks" in text
+    window = Described(window_memory, (2**31 - 1, 65, 56))
+    text = _refused("LG617", lambda: vsn.context_broadcast(ctx, window))  # a thread per 16 bytes: 4 a row
+    assert "`context_broadcast` needs 558345748220 threads" in text and "at most 2147483647 blocks" in text
     assert _still_poisoned(ctx_memory, window_memory)
 
 

@@ -12,6 +12,7 @@
 ``launch``      fake device arrays, the generated VSN launchers and program buffers, launches recorded
 ``torch_fakes`` CPU tensors read as CUDA ones, launches recorded and none made
 ``gpu_program`` the VSN training step's data on a GPU (tests/gpu)
+``debug_fault`` a debug build's fault record, built from the runtime's description of its words
 ``fastlaunch_build`` the compiled launch path built with its test hooks
 
 Fixtures live here too where only some modules use them: a test module imports a fixture by name (``# noqa:

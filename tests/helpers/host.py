@@ -20,6 +20,8 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 COMPILER = shutil.which("g++") or shutil.which("c++")
+#: layoutgen's device library (`#include <lg/lg.cuh>` in every generated views header).
+LIBRARY = REPO / "layoutgen" / "include"
 #: Marks a module or test that builds kernels for the host.
 needs_compiler = pytest.mark.skipif(COMPILER is None, reason="no host C++ compiler (g++) here")
 
@@ -46,7 +48,7 @@ def host_kernel(kernel: str, tmp: Path, folder: Path, signature: tuple[str, str,
     library = tmp / f"{kernel}.so"
     run = subprocess.run(
         [str(COMPILER), "-std=c++17", "-O1", "-shared", "-fPIC", "-Wall", "-Werror", "-Wno-unused-variable",
-         "-Wno-unknown-pragmas", "-I", str(folder), "-I", str(REPO / "tests" / "host"), str(source), "-o",
+         "-Wno-unknown-pragmas", "-I", str(folder), "-I", str(REPO / "tests" / "host"), "-I", str(LIBRARY), str(source), "-o",
          str(library)],
         capture_output=True, text=True,
     )
@@ -95,7 +97,7 @@ def cooperative(tmp: Path, source: Path, function: str, params: str, shared: str
     run = subprocess.run(
         [str(COMPILER), "-std=c++20", "-O2", "-shared", "-fPIC", "-pthread", "-Wall", "-Werror",
          "-Wno-unused-variable", "-Wno-unknown-pragmas", "-I", str(source.parent), "-I", str(REPO / "tests" / "host"),
-         *(f"-I{folder}" for folder in include), str(harness), "-o", str(library)],
+         *(f"-I{folder}" for folder in include), "-I", str(LIBRARY), str(harness), "-o", str(library)],
         capture_output=True, text=True, timeout=300,
     )
     assert run.returncode == 0, run.stderr

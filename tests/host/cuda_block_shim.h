@@ -15,6 +15,7 @@
 #include <vector>
 #define __global__
 #define __device__
+#define __host__  // lg/entry.cuh (the device library) marks its compile-time helpers __host__ __device__
 #define __forceinline__ inline
 #define __noinline__
 #define __launch_bounds__(...)

@@ -1,6 +1,6 @@
-#ifndef LG_CHECKED_DEFINED
-#define LG_CHECKED_DEFINED
-// Debug build: the pointers a kernel takes from its parameters, checked. On the GPU and in the CPU run of
+// lg/checked.cuh: the debug build's checked pointers and references, and its checked views.
+//
+// The pointers a kernel takes from its parameters, checked. On the GPU and in the CPU run of
 // `check --execute` alike, `&x.at(r, c)`, `&x(i, c)`, `&x.row(r)[c]` and `x.raw_pointer()` are an
 // lg::checked_ptr: it carries the parameter's footprint (its array, the field's rows, row stride, first
 // column and width, and the named range of rows where the view has one) and behaves as the raw pointer for
@@ -14,8 +14,16 @@
 // passed to a function taking `float*`, `const auto*`) is a plain pointer from there on, unchecked on the
 // GPU (the CPU run still checks it, through AddressSanitizer). Keep it checked with `auto`, or make the
 // helper a template (`template <typename P> void f(P from)`) or take `auto`.
+#ifndef LG_V0_1_0_CHECKED_CUH
+#define LG_V0_1_0_CHECKED_CUH
+#include "fault.cuh"
+#include "field.cuh"
+#include "site.cuh"
+
 namespace lg {
-// (lg::site and LG_SITE, where the user's code took a pointer or called an accessor, are the views header's.)
+inline namespace v0_1_0 {
+inline namespace debug {
+// (lg::site and LG_SITE, where the user's code took a pointer or called an accessor: lg/site.cuh.)
 
 // Integer types: what a pointer may be offset or subscripted by.
 template <typename I> struct is_index { static constexpr bool value = false; };
@@ -76,6 +84,8 @@ struct footprint {
 template <typename T> class checked_ref;
 template <typename T> struct is_const { static constexpr bool value = false; };
 template <typename T> struct is_const<const T> { static constexpr bool value = true; };
+template <typename T> struct plain { using type = T; };
+template <typename T> struct plain<const T> { using type = T; };
 
 // Which rows of its array a view's rows are (lg::AllRows, lg::AxisRows), as a footprint counts them.
 template <typename M> struct row_range {
@@ -97,6 +107,7 @@ template <typename T>
 class checked_ptr {
   public:
     using element_type = T;
+    using lg_checked_pointee = T;  // how lg/host/runtime.h tells a checked pointer (its __ldg)
     T* p;
     footprint f;
 
@@ -153,6 +164,7 @@ class checked_ptr {
 template <typename T>
 class checked_ref {
   public:
+    using lg_checked_value = typename plain<T>::type;  // how lg/host/runtime.h tells a checked reference (shuffles)
     T* p;
     footprint f;
 
@@ -241,5 +253,60 @@ struct CheckedRow : Base {
         return Base::template vec<BYTES>(i);
     }
 };
+
+// The debug build's view of a field: a generated view struct `View` derives from CheckedField<View, an
+// lg::Field>, and each accessor of the field is checked first (row() checks the row, its [c] and vec() the
+// column, at() both), at the caller's line; an element is a checked reference, so that its address is a
+// checked pointer. The view struct adds its rows() (from the layout's symbols) and its operator(), which
+// checks each index against its extent (lg_index) before at().
+template <typename View, typename Base>
+struct CheckedField : Base {
+    using T = typename Base::element_type;
+    using Index = typename Base::index_type;
+    using Column = typename Base::column_type;
+
+    int lg_param;  // which parameter of the kernel this view is
+    const char* lg_where;  // its name for messages: `kernel.param (Layout.field)`
+
+    __device__ __forceinline__ const View& lg_view() const { return static_cast<const View&>(*this); }
+    __device__ __forceinline__ void lg_check(long long r, long long c, site s = {nullptr, 0}) const {
+        const long long width = Base::width * this->scale.value();  // elements: columns count `unit` each
+        if (r < 0 || r >= lg_view().rows() || c < 0 || c >= width)
+            out_of_field(lg_where, lg_param, r, c, lg_view().rows(), width, s.file, s.line);
+    }
+    // One index of operator() against its extent: parts out of range are caught even where the
+    // flattened row and column would still fall inside the field.
+    __device__ __forceinline__ void lg_index(int axis, long long i, long long extent, site s) const {
+        if (i < 0 || i >= extent) out_of_field(lg_where, lg_param, axis, i, extent, -1, s.file, s.line);
+    }
+    // What a pointer taken from this view may touch (lg::checked_ptr), taken at `s`.
+    __device__ __forceinline__ footprint lg_footprint(site s) const {
+        using Range = typename field_rows<Base>::type;
+        const long long unit = this->scale.value();
+        return {reinterpret_cast<const unsigned char*>(this->base), static_cast<long long>(lg_view().rows()),
+                Base::row_stride * unit, Base::offset * unit, Base::width * unit, Range::start, Range::len, Range::size,
+                Range::inner, static_cast<int>(sizeof(T)), lg_param, lg_where, s};
+    }
+    __device__ __forceinline__ CheckedRow<View, typename Base::Row> row(Index r, site lg_site LG_SITE) const {
+        lg_check(r, 0, lg_site);
+        return {&lg_view(), r, Base::row(r), lg_site};
+    }
+    __device__ __forceinline__ checked_ref<T> at(Index r, Column c, site lg_site LG_SITE) const {
+        lg_check(r, c, lg_site);
+        return checked_ref<T>(&Base::at(r, c), lg_footprint(lg_site));
+    }
+    template <int BYTES = Base::vector_bytes>
+    __device__ __forceinline__ typename VecOf<T, BYTES / sizeof(T)>::type& vec(Index r, int i, site lg_site LG_SITE) const {
+        lg_check(r, (static_cast<long long>(i) + 1) * (BYTES / sizeof(T)) - 1, lg_site);
+        return Base::template vec<BYTES>(r, i);
+    }
+    // The field's first element, for a parameter declared contiguous=True: a checked pointer.
+    __device__ __forceinline__ checked_ptr<T> raw_pointer(site lg_site LG_SITE) const {
+        return checked_ptr<T>(Base::raw_pointer(), lg_footprint(lg_site));
+    }
+};
+
+}  // inline namespace debug
+}  // inline namespace v0_1_0
 }  // namespace lg
-#endif  // LG_CHECKED_DEFINED
+#endif  // LG_V0_1_0_CHECKED_CUH
