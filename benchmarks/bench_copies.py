@@ -50,6 +50,8 @@ QB, QS, QD = 8, 2048, 128  # QKV tokens: [B, S] rows of 48 heads of D f32 (as be
 #: The placements of the QKV kernels, by hand: 16-byte accesses, the grid's axes handing each thread its token,
 #: head and column (no division). `qk_in_place`: block y = token, its threads the float4s of heads 0..40 (q, then
 #: k), each read and written back negated (a store of the value loaded could be dropped by the compiler).
+#: `context_fill`: block x = a group of rows, thread (x, y) the x-th float4 of row y's field: the write-only placement
+#: of a field (what a broadcast into it can reach: it reads almost nothing).
 #: `kv_gather`: block y = (b, h), block x a group of tokens, thread (x, y) the x-th float4 of token y's head h.
 PLACEMENTS = r"""
 extern "C" __global__ void qk_in_place(float4* qkv, int row4, int qk4) {
@@ -58,6 +60,11 @@ extern "C" __global__ void qk_in_place(float4* qkv, int row4, int qk4) {
         const float4 a = row[i];
         row[i] = make_float4(-a.x, -a.y, -a.z, -a.w);
     }
+}
+extern "C" __global__ void context_fill(float4* window, long long rows, int row4, int at4, int width4, float value) {
+    const long long r = static_cast<long long>(blockIdx.x) * blockDim.y + threadIdx.y;  // thread x: a float4 of row r
+    if (r >= rows || static_cast<int>(threadIdx.x) >= width4) return;
+    window[r * row4 + at4 + threadIdx.x] = make_float4(value, value, value, value);
 }
 extern "C" __global__ void kv_gather(const float4* __restrict__ qkv, float4* __restrict__ kc, float4* __restrict__ vc,
                                      int S, int hkv, int row4, int k4, int v4, int d4) {
@@ -90,6 +97,18 @@ def qkv_placements(buf: object, k_cache: object, v_cache: object) -> dict[str, t
             (-(-QS // per_block), QB * 8), (d4, per_block),
             (buf, k_cache, v_cache, i32(QS), i32(8), i32(row4), i32(32 * d4), i32(40 * d4), i32(d4)))),
     }
+
+
+def field_fill(window: object, rows: int, row_floats: int, at: int, width: int) -> Callable[[], object]:
+    """The write-only placement of a field of ``window`` (rows of ``row_floats`` f32, the field ``width`` floats
+    at ``at``, both multiples of 4): each row's field written with 16-byte stores, no division."""
+    import cupy
+
+    fill = cupy.RawModule(code=PLACEMENTS, options=("-std=c++17",)).get_function("context_fill")
+    per_block = 64
+    return lambda: fill((-(-rows // per_block),), (width // 4, per_block),
+                        (window, cupy.int64(rows), cupy.int32(row_floats // 4), cupy.int32(at // 4),
+                         cupy.int32(width // 4), cupy.float32(1.0)))
 
 
 def main() -> None:

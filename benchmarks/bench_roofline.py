@@ -12,9 +12,9 @@ first poisoned with NaN and inputs of fresh random data.
 
 Each kernel is printed beside its placement ceiling: what a copy of the same bytes in the same geometry
 reaches in the same run (PLACEMENTS: the generated scatter of the field it writes, a plain device-to-device
-copy for packed rows, the QKV copies by hand of benchmarks/bench_copies.py), that ceiling as a share of the
-copy ceiling, and the kernel's rate over the placement's (each over its own bytes: `context_broadcast` reads
-its B context rows once where the scatter reads all B * K). A field whose 64-byte groups straddle 64-byte
+copy for packed rows, the QKV copies by hand of benchmarks/bench_copies.py, and for `context_broadcast`, which
+reads its B context rows once and only writes its B * K, the write-only fill of its field by hand), that
+ceiling as a share of the copy ceiling, and the kernel's rate over the placement's (each over its own bytes). A field whose 64-byte groups straddle 64-byte
 blocks of memory in some rows (`Window.context`: 64 bytes at byte 160 of rows of 224) is said so: there the
 placement's own ceiling, not the copy ceiling, is the limit.
 
@@ -72,7 +72,7 @@ def copy_ceiling() -> float:
 #: Each example kernel's placement: the copy of the same bytes in the same geometry (a row of the tables below).
 PLACEMENTS = {
     "snap_feature_assemble": "scatter_Window_snap",  # packed rows in, Window.snap out
-    "context_broadcast": "scatter_Window_context",  # Window.context out (the reads: B rows, from L2)
+    "context_broadcast": "fill_Window_context",  # Window.context written; it reads B rows only (from L2)
     "mse_grad": "device-to-device copy",  # packed rows in and out
     "rope": "rope placement: q, k in place",
     "kv_split": "kv_split placement: k, v gathered",
@@ -99,6 +99,7 @@ def vsn_rows(ceiling: float) -> list[tuple[str, int, float]]:
     import cupy
 
     import generated.vsn as vsn
+    from benchmarks.bench_copies import field_fill
 
     rng = cupy.random.default_rng()
     n = B * K
@@ -136,6 +137,7 @@ def vsn_rows(ceiling: float) -> list[tuple[str, int, float]]:
         ("scatter_Window_snap", n * 320, lambda: vsn.scatter_Window_snap(snap, window)),
         ("gather_Window_context", n * 128, lambda: vsn.gather_Window_context(window, context)),
         ("scatter_Window_context", n * 128, lambda: vsn.scatter_Window_context(context, window)),
+        ("fill_Window_context", n * 64, field_fill(window, n, 56, 40, 16)),  # written only: a broadcast's placement
     ]
     return [(name, nbytes, time_ms(fn)) for name, nbytes, fn in cases]
 
@@ -268,6 +270,7 @@ def main() -> None:
     ceiling = copy_ceiling()
     print(f"{name}: copy ceiling {ceiling / 1e12:.2f} TB/s (1 GiB device-to-device, read + written)")
     notes = {"context_broadcast": straddles(Window.context), "scatter_Window_context": straddles(Window.context),
+             "fill_Window_context": straddles(Window.context),
              "snap_feature_assemble": straddles(Window.snap), "scatter_Window_snap": straddles(Window.snap)}
     print(f"{'kernel':<34} {'MB':>8} {'µs':>9} {'GB/s':>7} {'of copy':>8} {'placement':>34} {'its ceiling':>12} "
           f"{'ratio':>6}  note")
