@@ -19,7 +19,7 @@ STAMP12 = $(VENV12)/.layoutgen-installed
 venv: $(STAMP)
 
 # setup.py and the C source: the compiled launch path is built in place by the editable install.
-$(STAMP): pyproject.toml setup.py layoutgen/runtime/_fastlaunch.c
+$(STAMP): pyproject.toml setup.py $(wildcard layoutgen/runtime/fastlaunch/*.c layoutgen/runtime/fastlaunch/*.h)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[dev,cuda13]'

@@ -18,8 +18,11 @@ DLPack's C exchange API and torch's Python calls (where the reader cannot be
 built). Rows are timed in interleaved rounds; the floor row is a program's
 launch of the same kernel (``Steps``: a call, the stream and the driver
 call, nothing read or checked), and the last rows time, from Python, the
-torch calls the exchange-API path makes for torch tensors. Prints a table;
-no assertion.
+torch calls the exchange-API path makes for torch tensors. The rows time
+the extension as it ships; the reads of one array at C level (``read_cost``)
+and the kinds read there (``kinds``) come from a second process running its
+test build (tests/helpers/fastlaunch_build.py), which alone has those hooks.
+Prints a table; no assertion.
 """
 
 from __future__ import annotations
@@ -35,9 +38,9 @@ from benchmarks.bench_launch import N, ROUNDS  # noqa: E402  (the repository roo
 from tests.fake_libcuda import run  # noqa: E402
 from tests.test_launch_compiled_driver import LAUNCHER  # noqa: E402
 
-TIMED = r"""
+#: The arrays of each row, each row's launch planned by the Python path and taught to the compiled one.
+ROWS = r"""
 import numpy as np
-from benchmarks.bench_launch import N, ROUNDS, WARM_ROUNDS, interleaved, one_round, without_reader
 from tests.test_launch_compiled import ADDRESS, cupy_array
 
 FAKE.fake_set_recording(0)
@@ -56,10 +59,14 @@ if torch is not None:
     rows["5 torch.as_tensor views of NumPy arrays"] = [torch.as_tensor(np.zeros(s, np.float32))
                                                       for s in shapes.values()]
 
-calls = {}
 for name, arrays in rows.items():
     k.entry(*arrays)  # planned by the Python path, taught to the compiled one
-    calls[name] = (k.entry, *arrays)  # what the generated function calls
+"""
+
+TIMED = ROWS + r"""
+from benchmarks.bench_launch import N, ROUNDS, WARM_ROUNDS, interleaved, one_round, without_reader
+
+calls = {name: (k.entry, *arrays) for name, arrays in rows.items()}  # what the generated function calls
 plan = next(iter(k._plans.values()))
 checked = plan.checked
 pointers = tuple(a.data.ptr for a in rows["5 CuPy arrays (their fields)"])
@@ -82,18 +89,26 @@ timed = [(name, lambda call=call: one_round(call[0], lambda: None, *call[1:])) f
 if torch is not None:  # the same tensors read through DLPack's exchange API and torch's Python calls
     timed.insert(2, ("5 torch tensors (DLPack exchange API)", without_reader(dict(timed)["5 torch tensors (C++ reader)"])))
 times = interleaved(timed)
-reads = {name: EXT.read_cost(arrays[0], 200000) for name, arrays in rows.items()}  # (ns, how) of one array
 steps_calls = (WARM_ROUNDS + ROUNDS) * N if steps is not None else 0  # launched too, not through a launcher
-report(times=dict(times), reads=reads, hits=k._fast.hits - hits,
-       launched=FAKE.fake_counted() - launched - steps_calls, kinds={t.__name__: v for t, v in EXT.kinds().items()})
+report(times=dict(times), hits=k._fast.hits - hits, launched=FAKE.fake_counted() - launched - steps_calls,
+       shipped=not hasattr(EXT, "read_cost"))
+"""
+
+#: The test build's reads of the first array of each row, as a launch makes them: (ns, how), and the kinds.
+READS = ROWS + r"""
+reads = {name: EXT.read_cost(arrays[0], 200000) for name, arrays in rows.items()}
+report(reads=reads, kinds={t.__name__: v for t, v in EXT.kinds().items()})
 """
 
 
 def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
-        got = run(Path(tmp), LAUNCHER + TIMED, timeout=600)
+        got = run(Path(tmp), LAUNCHER + TIMED, env={"LAYOUTGEN_TEST_EXTENSION": "shipped"}, timeout=600)
+        got.update(run(Path(tmp), "from tests.helpers.fastlaunch_build import install\ninstall()\n" + LAUNCHER + READS,
+                       timeout=600))
+    build = "the shipped build" if got["shipped"] else "the test build"
     print(f"read at C level: {got['kinds']}; {got['hits']} calls launched in C, {got['launched']} reached the "
-          "stand-in driver")
+          f"stand-in driver (rows: {build})")
     print(f"{'row':<48} {'µs/call':>9}")
     for name, us in got["times"].items():
         print(f"{name:<48} {us:>9.3f}")

@@ -12,7 +12,9 @@ program runner launches with): a call from Python, the stream read and
 reading, matching and checking the arrays costs. The rows after it time, from
 Python (so each with ~30 ns of call overhead), what the compiled path calls of
 CuPy's and torch's own, and the reads the Python path makes. Prints a table;
-no assertion.
+no assertion. It runs the extension's test build (tests/helpers/fastlaunch_build.py:
+the shipped sources with ``read_cost`` and ``kinds``, which time and list the
+reads at C level).
 """
 
 from __future__ import annotations
@@ -32,6 +34,9 @@ def main() -> None:
     from layoutgen.runtime.driver import stream_handle
     from layoutgen.runtime.paths import PYTHON_LAUNCH_ENV
     from layoutgen.runtime.typed import Array
+    from tests.helpers.fastlaunch_build import install
+
+    install()  # before any launcher is built: read_cost and kinds are the test build's
 
     B, K = 64, 32
     arrays = (cupy.zeros((B, K, 56), cupy.float32), cupy.zeros((40, 40), cupy.float32), cupy.zeros(40, cupy.float32),

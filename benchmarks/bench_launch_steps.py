@@ -6,7 +6,7 @@ compiled launch path itself):
     PYTHONPATH=. python3 benchmarks/bench_launch_steps.py
 
 Builds benchmarks/launch/step_parts.c, a small extension whose functions each launch the benchmark's
-empty kernel once from a Python call, each adding one piece of what runtime/_fastlaunch.c does around
+empty kernel once from a Python call, each adding one piece of what runtime/fastlaunch/ does around
 cuLaunchKernel (the GIL released, the current device read, CuPy's current stream read as CuPy's own launches
 read it and as the compiled path reads it, torch's current stream as the compiled path reads it for torch
 tensors), and times them with a C loop in this process, a program's step and the validated launcher (on CuPy

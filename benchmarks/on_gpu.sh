@@ -34,8 +34,11 @@ build_extension() {
     include=$(python3 -c "import sysconfig; print(sysconfig.get_paths()['include'])")
     suffix=$(python3 -c "import sysconfig; print(sysconfig.get_config_var('EXT_SUFFIX'))")
     if [ -f "$include/Python.h" ]; then
-        gcc -shared -fPIC -O2 -I"$include" layoutgen/runtime/_fastlaunch.c \
-            -o "layoutgen/runtime/_fastlaunch$suffix" -ldl
+        # every file of the extension, link-time optimised as setup.py builds it (else without)
+        gcc -shared -fPIC -O2 -flto -I"$include" layoutgen/runtime/fastlaunch/*.c \
+            -o "layoutgen/runtime/_fastlaunch$suffix" -ldl \
+            || gcc -shared -fPIC -O2 -I"$include" layoutgen/runtime/fastlaunch/*.c \
+                -o "layoutgen/runtime/_fastlaunch$suffix" -ldl
     else
         echo "no Python.h under $include: the extension is not built here"
     fi

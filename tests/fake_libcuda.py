@@ -1,6 +1,6 @@
 """A stand-in ``libcuda.so.1`` for the compiled launch path's driver calls, on machines without a GPU.
 
-The compiled path (``runtime/_fastlaunch.c``) loads libcuda once per process
+The compiled path (``runtime/fastlaunch/driver.c``) loads libcuda once per process
 (``dlopen``), so each test that drives it through this library runs in a
 process of its own (:func:`run`), with the library first on
 ``LD_LIBRARY_PATH``. The library answers what the extension asks of the

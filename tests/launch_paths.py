@@ -7,7 +7,9 @@ or ``python setup.py build_ext --inplace``). Without a GPU the compiled path's
 the plan's Launch object, as ``PackedLaunch`` would give them to the driver,
 so the recorders of the tests see every launch whichever path made it; and
 its current device (the driver's current context) by the Python path's
-``find_device``, which the tests fake.
+``find_device``, which the tests fake. Those hooks are the test build's
+(``tests/helpers/fastlaunch_build.py``), which importing this module puts in
+place of the shipped extension.
 """
 
 from __future__ import annotations
@@ -21,6 +23,9 @@ import pytest
 from layoutgen.runtime import fastpath, launch
 from layoutgen.runtime.launch import KernelLauncher
 from layoutgen.runtime.paths import PYTHON_LAUNCH_ENV
+from tests.helpers.fastlaunch_build import install
+
+install()  # the extension with set_hook: every launcher built from here on is the test build's
 
 #: Every launch the compiled path made in the current test: (blocks, block, shared, stream, parameter bytes).
 COMPILED: list[tuple[int, int, int, Any, bytes]] = []

@@ -209,3 +209,148 @@ def test_an_import_against_the_direction_is_found(copy: Path) -> None:
 def test_a_forbidden_third_party_import_is_found(copy: Path) -> None:
     _plant(copy / "schema" / "names.py", "import jinja2", late=True)
     assert any("`schema` imports jinja2" in p for p in violations(copy))
+
+
+# -- the C extension: no mutable state outside its module state, no private CPython API -------------------
+
+#: The compiled launch path's sources (fastlaunch.h says which concept each file holds).
+C_SOURCES = PACKAGE / "runtime" / "fastlaunch"
+#: CPython's definition tables, which its API takes as non-const pointers (a module's and a type's).
+C_TABLES = {"PyModuleDef", "PyModuleDef_Slot", "PyMethodDef", "PyGetSetDef", "PyMemberDef", "PyType_Slot",
+            "PyType_Spec"}
+
+
+def _blank_c(text: str) -> str:
+    """``text`` with comments, string and character literals and preprocessor lines blanked (newlines kept)."""
+    def spaces(match: re.Match[str]) -> str:
+        return re.sub(r"[^\n]", " ", match[0])
+
+    text = re.sub(r'/\*.*?\*/|//[^\n]*|"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'', spaces, text, flags=re.DOTALL)
+    return re.sub(r"^[ \t]*#(?:[^\n]*\\\n)*[^\n]*", spaces, text, flags=re.MULTILINE)
+
+
+def _mutable(declaration: str) -> str | None:
+    """The name a C declaration (no ``static``, no initializer, braces' contents dropped) declares as mutable
+    state; None for a type, a function, one of CPython's tables or a const object."""
+    decl = re.sub(r"\b(static|extern|inline)\b", " ", declaration).strip()
+    if not decl or re.match(r"typedef\b", decl) or re.fullmatch(r"(struct|enum|union)\b\s*\w*\s*(\{\s*\})?", decl):
+        return None
+    if "(" in decl and not re.search(r"\(\s*\*", decl):  # a function, declared or defined
+        return None
+    if set(re.findall(r"\w+", decl)) & C_TABLES:
+        return None
+    pointer = re.search(r"\(\s*\*\s*(const\s+)?(\w+)", decl)  # a pointer to a function: its name in parentheses
+    if pointer:
+        return None if pointer[1] else pointer[2]
+    bare = re.sub(r"\[[^\]]*\]", "", decl).strip()
+    name = re.findall(r"\w+", bare)[-1]
+    prefix = bare[: bare.rfind(name)].rstrip()
+    if prefix.endswith("const") or ("*" not in prefix and re.search(r"\bconst\b", prefix)):
+        return None
+    return name
+
+
+def mutable_state(path: Path) -> list[str]:
+    """``file:line: `name``` for each variable of a C file that is mutable and static: at file scope (static or
+    not), or ``static`` inside a function."""
+    text = _blank_c(path.read_text(encoding="utf-8"))
+    found: list[str] = []
+
+    def check(statement: str, at: int) -> None:
+        while re.search(r"\{[^{}]*[^{}\s][^{}]*\}", statement):  # braces' contents dropped, innermost first
+            statement = re.sub(r"\{[^{}]*\}", "{}", statement)
+        name = _mutable(statement.split("=")[0])
+        if name is not None:
+            at += len(statement) - len(statement.lstrip())
+            found.append(f"{path.name}:{text.count(chr(10), 0, at) + 1}: `{name}`")
+
+    depth, start, body = 0, 0, False
+    for at, char in enumerate(text):
+        if char == "{":
+            if depth == 0:  # a function's body, or a type's or an initializer's braces (part of a statement)
+                header = text[start:at]
+                body = "(" in header and "=" not in header and not re.match(r"\s*(typedef|struct|enum|union)\b", header)
+                if not body:
+                    depth += 1
+                    continue
+                check(header, start)
+            depth += 1
+        elif char == "}":
+            depth -= 1
+            if depth == 0 and body:
+                start, body = at + 1, False
+        elif char == ";" and depth == 0:
+            check(text[start:at], start)
+            start = at + 1
+        elif depth > 0 and body and text.startswith("static", at) and not (text[at - 1].isalnum() or text[at - 1] == "_"):
+            end = min(i for i in (text.find(";", at), text.find("=", at)) if i >= 0)
+            check(text[at:end], at)
+    return found
+
+
+def private_api(path: Path) -> list[str]:
+    """``file:line: name`` for each name of CPython's private API (``_Py...``) a C file uses."""
+    text = _blank_c(path.read_text(encoding="utf-8"))
+    return [f"{path.name}:{text.count(chr(10), 0, m.start()) + 1}: {m[0]}" for m in re.finditer(r"\b_Py\w*", text)]
+
+
+def c_files(folder: Path = C_SOURCES) -> list[Path]:
+    return sorted(p for p in folder.iterdir() if p.suffix in (".c", ".h"))
+
+
+def test_the_c_extension_keeps_no_mutable_state_outside_its_module_state() -> None:
+    assert c_files() and [problem for path in c_files() for problem in mutable_state(path)] == []
+
+
+def test_the_c_extension_uses_no_private_cpython_api() -> None:
+    assert [problem for path in c_files() for problem in private_api(path)] == []
+
+
+def test_the_c_extensions_hooks_are_only_in_its_test_build() -> None:
+    """set_hook, get_hook, read_cost and kinds: defined in testing.c under -DLAYOUTGEN_TEST_HOOKS, and listed in
+    the module's method table only through FL_TEST_METHODS, which is empty without it."""
+    testing = (C_SOURCES / "testing.c").read_text(encoding="utf-8")
+    guarded = testing[testing.index("#ifdef LAYOUTGEN_TEST_HOOKS"): testing.rindex("#else")]
+    for name in ("fl_set_hook", "fl_get_hook", "fl_read_cost", "fl_kinds_read"):
+        assert f"PyObject *{name}(" in guarded
+    for path in c_files():
+        text = _blank_c(path.read_text(encoding="utf-8"))
+        assert not re.search(r"\b(set_hook|get_hook|read_cost|kinds_read)\b", text.replace("fl_", "")) or \
+            path.name in ("testing.c", "fastlaunch.h"), path.name
+    header = (C_SOURCES / "fastlaunch.h").read_text(encoding="utf-8")
+    assert re.search(r"#else\n#define FL_TEST_METHODS\n#endif", header)
+
+
+def test_the_c_extension_is_a_multi_phase_module_that_declares_its_gil_use() -> None:
+    """Its state is module state (m_size), made by Py_mod_exec; Py_mod_gil is declared (where Python has it);
+    its types are heap types of the module (PyType_FromModuleAndSpec), which find the state through it."""
+    module = _blank_c((C_SOURCES / "module.c").read_text(encoding="utf-8"))
+    raw = (C_SOURCES / "module.c").read_text(encoding="utf-8")
+    assert "PyModuleDef_Init(&fl_module_def)" in module and "PyModule_Create" not in module
+    assert re.search(r"\.m_size = sizeof\(FastState\)", module) and "{Py_mod_exec, module_exec}" in module
+    assert re.search(r"#ifdef Py_mod_gil\n\s*\{Py_mod_gil, Py_MOD_GIL_USED\}", raw)
+    assert module.count("PyType_FromModuleAndSpec(module, ") == 2
+    assert not any("PyTypeObject " in line and "static" in line and "(" not in line
+                   for path in c_files() for line in _blank_c(path.read_text(encoding="utf-8")).splitlines())
+
+
+def test_mutable_c_state_and_private_api_are_found(tmp_path: Path) -> None:
+    source = tmp_path / "planted.c"
+    source.write_text('#include "fastlaunch.h"\n'
+                      "static int launches = 0;  /* a counter */\n"
+                      "PyObject *cache;\n"
+                      "static const char *names[] = {\"a\"};\n"
+                      "static const char *const fine[] = {\"a\"};\n"
+                      "static LaunchKernelFn entry;\n"
+                      "static int (*hook)(void) = NULL;\n"
+                      "typedef struct { int n; } Counts;\n"
+                      "static PyMethodDef methods[] = {{NULL, NULL, 0, NULL}};\n"
+                      "static int count(void);\n"
+                      "int count(void) {\n"
+                      "    static long calls;\n"
+                      "    const char *text = \"static int no;\";\n"
+                      "    return (int)calls + _PyType_Lookup(NULL, NULL) != NULL;\n"
+                      "}\n", encoding="utf-8")
+    assert mutable_state(source) == ["planted.c:2: `launches`", "planted.c:3: `cache`", "planted.c:4: `names`",
+                                     "planted.c:6: `entry`", "planted.c:7: `hook`", "planted.c:12: `calls`"]
+    assert private_api(source) == ["planted.c:14: _PyType_Lookup"]

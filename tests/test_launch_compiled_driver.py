@@ -41,7 +41,7 @@ patch.setattr(launch, "device_arch", lambda d: "sm_90")
 patch.setitem(launch._FAST_READERS, Dev, dev_reader)
 fake_device(patch)
 EXT = fastpath.extension()[0]
-assert EXT.get_hook() is None
+assert getattr(EXT, "get_hook", lambda: None)() is None  # no test hook stands in for the driver (test build)
 
 STREAM = {"c": 0x51, "python": 0x51}
 ASKED = []  # the devices CuPy's C functions were asked the current stream of (-1: the current one)

@@ -15,7 +15,7 @@
  *                    the compiled path reads it for torch tensors; setup's third argument is torch.Tensor's
  *                    exchange API capsule, or None (then torch_stream is refused)
  * and c_loop(n) launches n times from C: the floor without Python, in this process; nothing() does nothing
- * (a Python call of a C function alone). libcuda is opened with dlopen, as _fastlaunch.c opens it. */
+ * (a Python call of a C function alone). libcuda is opened with dlopen, as fastlaunch/driver.c opens it. */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <dlfcn.h>

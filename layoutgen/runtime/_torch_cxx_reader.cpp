@@ -8,7 +8,7 @@
 // anything: `read` fills the DLTensor that torch's exchange API fills (at::toDLPackNonOwning, the function
 // behind it, makes the same calls) and gives the neg bit (DLPack has none) and `requires_grad` with it;
 // `bump` does for one tensor what torch._C._increment_version does for each; `function_modes` answers what
-// torch._C._is_torch_function_mode_enabled answers. The caller (_fastlaunch.c) passes only objects of the
+// torch._C._is_torch_function_mode_enabled answers. The caller (fastlaunch/torch.c) passes only objects of the
 // types it listed as torch.Tensor's own (THPVariable's layout), holds the GIL, and hands any call whose read
 // fails to the Python path.
 //
@@ -20,7 +20,7 @@
 // getDLDataType and torchDeviceToDLDevice are pure functions of the dtype and the device: each answer is
 // asked of torch once and kept (dtype_codes, device_codes), so the DLTensor is the one torch fills.
 //
-// The table's layout is this file's ABI with _fastlaunch.c (TorchReader there); change both together and
+// The table's layout is this file's ABI with fastlaunch/interop.h (TorchReader there); change both together and
 // raise kAbi.
 #include <ATen/DLConvertor.h>
 #include <ATen/PythonTorchFunctionTLS.h>
@@ -35,7 +35,7 @@ namespace {
 constexpr std::uint32_t kMagic = 0x4c475452;  // "LGTR"
 constexpr std::uint32_t kAbi = 1;
 constexpr int kNeg = 1, kRequiresGrad = 2, kInference = 4;  // read's bits
-// The capsule's name: _fastlaunch.c's use_torch_reader takes the table only in a capsule of this name.
+// The capsule's name: fastlaunch/module.c's use_torch_reader takes the table only in a capsule of this name.
 constexpr const char *kCapsule = "layoutgen.runtime._torch_cxx_reader.TorchReader";
 
 struct TorchReader {

@@ -4,7 +4,10 @@ Converting a torch tensor with ``cupy.asarray`` costs tens of microseconds a
 call; reading its attributes costs about one. So each kind of array is read
 directly: CuPy's own attributes, torch's ``data_ptr``/``stride``, and the
 ``__cuda_array_interface__`` of anything else (JAX, Numba, ...). Strides come
-back in elements, whatever the library reports.
+back in elements, whatever the library reports. :data:`FRAMEWORKS` has one
+row per array framework (what identifies its arrays and streams, its reads,
+its rules); the full read here, the fast readers (:mod:`.readers`) and the
+stream readers (:mod:`.driver`) all take a type's framework from it.
 """
 
 from __future__ import annotations
@@ -214,15 +217,102 @@ def is_torch_tensor(kind: type) -> bool:
     return torch is not None and issubclass(kind, torch.Tensor)
 
 
+def _in_module(kind: type, package: str) -> bool:
+    module = kind.__module__
+    return module == package or module.startswith(package + ".")
+
+
+def _is_cupy_array(kind: type) -> bool:
+    """CuPy's ndarray or a subclass, wherever it is defined (cupyx's sparse matrices are no arrays)."""
+    cupy = sys.modules.get("cupy")  # an array exists only once cupy is imported
+    return cupy is not None and issubclass(kind, cupy.ndarray)
+
+
+def _is_cupy_stream(kind: type) -> bool:
+    cupy = sys.modules.get("cupy")
+    return cupy is not None and issubclass(kind, (cupy.cuda.Stream, cupy.cuda.ExternalStream))
+
+
+def _is_torch_stream(kind: type) -> bool:
+    torch = sys.modules.get("torch")
+    return torch is not None and issubclass(kind, torch.cuda.Stream)
+
+
+def cupy_stream_handle(stream: Any, kernel: str) -> Any:
+    return stream.ptr
+
+
+def torch_stream_handle(stream: Any, kernel: str) -> Any:
+    return stream.cuda_stream
+
+
+@dataclass(frozen=True)
+class Framework:
+    """One array framework: what identifies its arrays and streams, how they are read, what a launch of its
+    arrays needs. :data:`FRAMEWORKS` holds one per framework; the first row that owns a type reads it."""
+
+    name: str
+    #: Its array types, subclasses included wherever they are defined: these are its arrays before any row's
+    #: ``owns`` is asked, and those its fast reader reads.
+    array_types: Callable[[type], bool]
+    #: Whether objects of another type (``a``, one of them, where there is one) are its arrays all the same
+    #: (its module's objects, an interface's producers).
+    owns: Callable[[type, Any], bool]
+    #: The full read of one array: pointer, shape, element strides, dtype, device, read-only.
+    info: Callable[[Any], ArrayInfo]
+    #: The read that keys a launcher's plans (``(signature, pointer)``) of its ``array_types``, and the
+    #: ArrayInfo of that same read (runtime/readers.py); None: its arrays are validated on every call.
+    fast_reader: Callable[[Any], tuple[tuple[Any, ...], int]] | None
+    fast_info: Callable[[Any, tuple[Any, ...], int], ArrayInfo] | None
+    #: How the compiled path reads its arrays itself (runtime/fastlaunch/): "fields" (cupy.c, the struct's
+    #: fields), "dlpack" (torch.c: the C++ reader or DLPack's exchange API); None: through ``fast_reader``.
+    c_read: str | None
+    #: Its stream types, and how a stream's CUstream is read (runtime/driver.py's stream_handle).
+    owns_stream: Callable[[type], bool]
+    stream_handle: Callable[[Any, str], Any] | None
+    #: What a launch of its arrays needs besides the read, and where each rule lives.
+    rules: tuple[str, ...]
+
+
+def _never(kind: type) -> bool:
+    return False
+
+
+CUPY = Framework(
+    "cupy", _is_cupy_array, lambda kind, a: _in_module(kind, "cupy"), _from_cupy, cupy_reader, cupy_info, "fields",
+    _is_cupy_stream, cupy_stream_handle,
+    ("the current stream for None: CuPy's (driver.stream_handle; fastlaunch/streams.c, get_stream_ptr)",))
+TORCH = Framework(
+    "torch", is_torch_tensor, lambda kind, a: _in_module(kind, "torch"), _from_torch, torch_reader, torch_info,
+    "dlpack", _is_torch_stream, torch_stream_handle,
+    ("neg and conjugate bits refused (torch_info, LG608)",
+     "written tensors: autograd (LG618) and inference tensors (LG635) checked, version counters bumped "
+     "(validate.TorchWrites; fastlaunch/torch.c)",
+     "the current stream for None: torch's (driver.launch_stream; fastlaunch/streams.c, current_work_stream)"))
+JAX = Framework(
+    "jax", _never, lambda kind, a: (_in_module(kind, "jax") or _in_module(kind, "jaxlib"))
+    and hasattr(a, "__cuda_array_interface__"), _from_interface, None, None, None, _never, None,
+    ("read-only arrays: never written (LG607); the device from `devices()`",))
+#: Any other producer of ``__cuda_array_interface__`` (Numba, cuda.core, ...): validated on every call.
+INTERFACE = Framework(
+    "cuda_array_interface", _never, lambda kind, a: hasattr(a, "__cuda_array_interface__"), _from_interface, None,
+    None, None, _never, None, ("read-only arrays: never written (LG607)",))
+#: The array frameworks, in the order their ``owns`` is asked. Adding one: docs/architecture.md, "a framework".
+FRAMEWORKS: tuple[Framework, ...] = (CUPY, TORCH, JAX, INTERFACE)
+
+
+def framework_of(kind: type, a: Any = None) -> Framework | None:
+    """The framework whose arrays ``kind``'s objects are (``a``: one of them, where there is one), or None: the
+    one whose array types it is, else the first that owns it (a module's name is asked only then)."""
+    return (next((f for f in FRAMEWORKS if f.array_types(kind)), None)
+            or next((f for f in FRAMEWORKS if f.owns(kind, a)), None))
+
+
 def _reader(kind: type, a: Any) -> Callable[[Any], ArrayInfo]:
     module = kind.__module__
-    reader: Callable[[Any], ArrayInfo]
-    if module == "cupy" or module.startswith("cupy."):  # not cupyx: its sparse matrices are no arrays
-        reader = _from_cupy
-    elif module == "torch" or module.startswith("torch.") or is_torch_tensor(kind):
-        reader = _from_torch
-    elif hasattr(a, "__cuda_array_interface__"):
-        reader = _from_interface
+    framework = framework_of(kind, a)
+    if framework is not None:
+        reader = framework.info
     elif isinstance(a, np.ndarray) or hasattr(a, "__array_interface__"):
         shape, dtype = getattr(a, "shape", "?"), getattr(a, "dtype", "?")
         raise ArrayKindError(

@@ -22,7 +22,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 from ..schema.diagnostics import Diagnostic
-from .arrays import is_torch_tensor
+from .arrays import FRAMEWORKS, TORCH, cupy_stream_handle, is_torch_tensor, torch_stream_handle
 from .errors import LaunchError
 from .typed import unwrap
 
@@ -215,14 +215,6 @@ def check_stream(stream: Any, kernel: str) -> None:
         stream_handle(stream, kernel)
 
 
-def _cupy_handle(stream: Any, kernel: str) -> Any:
-    return stream.ptr
-
-
-def _torch_handle(stream: Any, kernel: str) -> Any:
-    return stream.cuda_stream
-
-
 def _protocol_handle(stream: Any, kernel: str) -> Any:
     """The handle of the CUDA stream protocol: ``__cuda_stream__()`` returns ``(0, handle)``."""
     got = stream.__cuda_stream__()
@@ -236,21 +228,21 @@ def _not_a_stream(stream: Any, kernel: str) -> Any:
 
 
 def _stream_reader(kind: type) -> Callable[[Any, str], Any]:
-    """How to read the handle of a stream of type ``kind``; found once per type."""
-    if kind.__module__.startswith("cupy"):
-        import cupy
-
-        if issubclass(kind, (cupy.cuda.Stream, cupy.cuda.ExternalStream)):
-            return _cupy_handle
-    torch = sys.modules.get("torch")  # a torch stream exists only once torch is imported
-    if kind is TorchCurrentStream or (torch is not None and issubclass(kind, torch.cuda.Stream)):
-        return _torch_handle  # also torch before the protocol
+    """How to read the handle of a stream of type ``kind``: its framework's (arrays.FRAMEWORKS; torch's for
+    torch's current stream, also before the protocol), else the CUDA stream protocol's; found once per type."""
+    if kind is TorchCurrentStream and TORCH.stream_handle is not None:
+        return TORCH.stream_handle
+    for framework in FRAMEWORKS:
+        if framework.stream_handle is not None and framework.owns_stream(kind):
+            return framework.stream_handle
     if callable(getattr(kind, "__cuda_stream__", None)):  # the protocol: cuda.core, cuda.bindings, others
         return _protocol_handle
     return _not_a_stream
 
 
 _STREAM_READERS: dict[type, Callable[[Any, str], Any]] = {}
+#: The stream readers whose read is one attribute, which the compiled path makes itself (fastlaunch/streams.c).
+_cupy_handle, _torch_handle = cupy_stream_handle, torch_stream_handle
 
 
 def _bad_stream(kernel: str, stream: Any, why: str | None) -> LaunchError:

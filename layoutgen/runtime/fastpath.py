@@ -1,6 +1,6 @@
 """The compiled launch path: which path a launcher takes, the plans the C side is taught, torch's calls.
 
-``runtime/_fastlaunch.c`` (built at install as ``layoutgen.runtime._fastlaunch``,
+``runtime/fastlaunch/*.c`` (built at install as ``layoutgen.runtime._fastlaunch``,
 optional) gives each launcher a C ``Launcher``, which the generated launcher
 function calls with the user's arguments (``KernelLauncher.entry``), and
 which stands in that function's name (:func:`stand_in`), so that a call by
@@ -61,12 +61,16 @@ from .driver import PackedLaunch
 from .occupancy import SharedMemoryLaunch
 from .paths import PYTHON_LAUNCH_ENV, python_launch_forced
 from .plan import KernelSpec
-from .readers import FAST_READERS, cupy_reader, torch_reader
+from .arrays import FRAMEWORKS, Framework
+from .readers import FAST_READERS
 from .typed import Array
 from .validate import version_bump
 
-#: The extension's module name (setup.py builds it from ``runtime/_fastlaunch.c``).
+#: The extension's module name (setup.py builds it from ``runtime/fastlaunch/*.c``).
 EXTENSION = "layoutgen.runtime._fastlaunch"
+
+#: The frameworks whose arrays the C side reads itself, by how (arrays.Framework.c_read): "fields", "dlpack".
+C_READS: dict[str, Framework] = {f.c_read: f for f in FRAMEWORKS if f.c_read is not None}
 
 _loaded: list[tuple[Any, str]] = []  # [(the extension or None, why not)], once imported or tried
 _warned: list[bool] = []  # [True] once the missing extension has been reported
@@ -82,8 +86,9 @@ def extension() -> tuple[Any, str]:
         except ImportError as exc:  # not built (a failed optional build), or built for another Python
             _loaded.append((None, f"{EXTENSION} could not be imported ({exc})"))
         else:
-            module.configure(FAST_READERS, cupy_reader, torch_reader, driver.stream_handle, driver._STREAM_READERS,
-                             driver._cupy_handle, driver._torch_handle, Array, Array.__dict__["data"])
+            c_reads = {name: (f.fast_reader, f.stream_handle) for name, f in C_READS.items()}  # the C side's rows
+            module.configure(FAST_READERS, c_reads, driver.stream_handle, driver._STREAM_READERS, Array,
+                             Array.__dict__["data"])
             _loaded.append((module, ""))
     return _loaded[0]
 
@@ -162,7 +167,14 @@ def _launched_in_c(launch: Any, module: Any) -> int | None:
     """The dynamic shared memory of ``launch`` where the C side can launch it (the Python path would launch
     it through ``cuLaunchKernel`` itself, or a test's hook stands in for that); None where it cannot."""
     base, shared = (launch._launch, launch.shared) if isinstance(launch, SharedMemoryLaunch) else (launch, 0)
-    return shared if type(base) is PackedLaunch or module.get_hook() is not None else None
+    return shared if type(base) is PackedLaunch or _hooked(module) else None
+
+
+def _hooked(module: Any) -> bool:
+    """Whether a test's hook stands in for ``cuLaunchKernel``: only the extension's test build has one
+    (``-DLAYOUTGEN_TEST_HOOKS``, tests/helpers/fastlaunch_build.py); the shipped module has no ``get_hook``."""
+    get_hook = getattr(module, "get_hook", None)
+    return get_hook is not None and get_hook() is not None
 
 
 def learn(fast: Any, plan: Any, arrays: Sequence[Any], signatures: Sequence[Any], pointers: Sequence[int]) -> None:

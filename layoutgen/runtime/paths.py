@@ -16,7 +16,7 @@ One place to look (FlashInfer's ``jit/env.py`` does the same):
                           time; unset, empty or ``0``: they may compile
 ``LAYOUTGEN_PYTHON_LAUNCH``  ``1``: launchers built from then on take the
                           Python launch path; unset, empty or ``0``: the
-                          compiled one (``runtime/_fastlaunch.c``) where it
+                          compiled one (``runtime/fastlaunch/``) where it
                           is built; see :func:`python_launch_forced`
 ``LAYOUTGEN_TORCH_READER``  ``0``: the compiled path reads torch tensors
                           through DLPack's exchange API; unset, empty or

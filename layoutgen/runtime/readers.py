@@ -20,18 +20,21 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from .arrays import ArrayInfo, ArrayKindError, array_info, cupy_info, cupy_reader, is_torch_tensor, torch_info
+from .arrays import FRAMEWORKS, ArrayInfo, ArrayKindError, array_info, cupy_reader, framework_of
 from .arrays import torch_reader as torch_reader
 
 __all__ = ["FAST_READERS", "INFOS", "Readers", "cupy_reader", "read_once", "torch_reader"]
 
 #: A reader's read -> the ArrayInfo it says: ``info(array, signature, pointer)`` (the array only for what
-#: refuses it anyway). The tests add theirs, for their fake arrays.
-INFOS: dict[Any, Callable[[Any, tuple[Any, ...], int], ArrayInfo]] = {cupy_reader: cupy_info, torch_reader: torch_info}
+#: refuses it anyway): each framework's with a fast reader (arrays.FRAMEWORKS). The tests add theirs, for
+#: their fake arrays.
+INFOS: dict[Any, Callable[[Any, tuple[Any, ...], int], ArrayInfo]] = {
+    f.fast_reader: f.fast_info for f in FRAMEWORKS if f.fast_reader is not None and f.fast_info is not None}
 
 
 class Readers(dict[type, Any]):
-    """Fast readers by array type: CuPy subclasses and torch tensors, found on first sight."""
+    """Fast readers by array type: those of the frameworks that have one (CuPy's arrays and torch's tensors,
+    subclasses included), found on first sight."""
 
     def get(self, kind: type, default: Any = None) -> Any:
         try:
@@ -40,18 +43,11 @@ class Readers(dict[type, Any]):
             return default
 
     def __missing__(self, kind: type) -> Any:
-        module = kind.__module__
-        reader: Any = None
-        if module.startswith("cupy"):
-            import cupy
-
-            reader = cupy_reader if issubclass(kind, cupy.ndarray) else None
-        elif is_torch_tensor(kind):
-            reader = torch_reader
-        if reader is None:
+        framework = framework_of(kind)
+        if framework is None or framework.fast_reader is None or not framework.array_types(kind):
             raise KeyError(kind)
-        self[kind] = reader
-        return reader
+        self[kind] = framework.fast_reader
+        return framework.fast_reader
 
 
 #: The readers every launcher reads with (tests add ones for their fake arrays).

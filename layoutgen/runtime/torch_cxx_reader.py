@@ -20,7 +20,7 @@ five CuPy arrays, inline 0 to 0.2 µs more) and gives the neg bit and
 ``requires_grad`` with it; ``bump`` does for one tensor what
 ``torch._C._increment_version`` does for each of its tensors;
 ``function_modes`` answers as ``torch._C._is_torch_function_mode_enabled``.
-The C side (``_fastlaunch.c``) calls them only for ``torch.Tensor`` and
+The C side (``fastlaunch/torch.c``) calls them only for ``torch.Tensor`` and
 ``torch.nn.Parameter`` objects and decides nothing else differently: a plan
 is still taught only where the C read agrees with the Python reader, the neg
 bit and ``requires_grad`` read here are taken only while the tensor's type

@@ -1,0 +1,80 @@
+"""One entry per array framework (``runtime/arrays.py``'s ``FRAMEWORKS``), asked by every place that reads arrays.
+
+Which framework an array belongs to was decided by module-name prefix in three places (the full read, the fast
+readers that key a plan, the stream readers), which disagreed: a ``cupy.ndarray`` subclass defined in ``cupyx``
+got CuPy's fast reader but was validated through ``__cuda_array_interface__``, and one defined in a user's module
+was never read fast. Now each asks the table, so for any type the full read, the fast read (and its
+ArrayInfo) and the compiled path's own read are one framework's.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from layoutgen.runtime import arrays, driver, fastpath, readers
+from layoutgen.runtime.arrays import CUPY, FRAMEWORKS, INTERFACE, JAX, TORCH, framework_of
+
+cupy = pytest.importorskip("cupy")
+torch = pytest.importorskip("torch")
+
+
+class Interface:
+    """A ``__cuda_array_interface__`` producer of no framework layoutgen knows."""
+
+    __cuda_array_interface__ = {"version": 3, "shape": (4,), "typestr": "<f4", "data": (0x7F00_0000_0000, False),
+                                "strides": None}
+
+
+MODULES = ["cupy", "cupy.foo", "cupyx.foo", "torch.foo", "jax", "jax.foo", "jaxlib.xla", "numba.cuda", "mylib"]
+
+
+def drawn_type(base: type, module: str) -> type:
+    return type("Drawn", (base,), {"__module__": module})
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.sampled_from([cupy.ndarray, torch.Tensor, Interface]), st.sampled_from(MODULES))
+def test_every_place_reads_an_array_type_as_one_framework(base: type, module: str) -> None:
+    kind = drawn_type(base, module)
+    a = kind() if base is Interface else None
+    framework = framework_of(kind, a)
+    assert framework is not None
+    expected = {cupy.ndarray: CUPY, torch.Tensor: TORCH}.get(base)
+    if expected is not None:  # a subclass of a framework's array type is that framework's, wherever defined
+        assert framework is expected
+    else:  # another type: its module's framework (by the package's name, not a prefix: cupyx is not CuPy)
+        package = module.split(".")[0]
+        assert framework is {"cupy": CUPY, "torch": TORCH, "jax": JAX, "jaxlib": JAX}.get(package, INTERFACE)
+    assert arrays._reader(kind, a) is framework.info  # the full read
+    fast = readers.FAST_READERS.get(kind)  # the read that keys a plan, and its ArrayInfo
+    assert fast is (framework.fast_reader if framework.array_types(kind) else None)
+    if fast is not None:
+        assert readers.INFOS[fast] is framework.fast_info
+
+
+def test_the_table_has_a_row_per_framework_and_the_compiled_path_reads_two_of_them_itself() -> None:
+    assert [f.name for f in FRAMEWORKS] == ["cupy", "torch", "jax", "cuda_array_interface"]
+    assert {name: f.name for name, f in fastpath.C_READS.items()} == {"fields": "cupy", "dlpack": "torch"}
+    assert [f.name for f in FRAMEWORKS if f.fast_reader is not None] == ["cupy", "torch"]
+    assert all(readers.INFOS[f.fast_reader] is f.fast_info for f in (CUPY, TORCH))  # (tests add their fakes')
+
+
+def test_the_c_sides_rows_are_the_frameworks_it_reads_itself() -> None:
+    """runtime/fastlaunch/readers.c's fl_c_reads, one row per framework whose ``c_read`` names it."""
+    source = (Path(arrays.__file__).parent / "fastlaunch" / "readers.c").read_text(encoding="utf-8")
+    rows = re.findall(r'\[C_READ_\w+\] = \{"(\w+)"', source)
+    assert rows == ["fields", "dlpack"] and set(rows) == {f.c_read for f in FRAMEWORKS if f.c_read is not None}
+
+
+@pytest.mark.parametrize(("stream", "framework"), [
+    (lambda: cupy.cuda.Stream.null, CUPY),
+    (lambda: driver.TorchCurrentStream(5), TORCH),
+])
+def test_a_streams_handle_is_read_as_its_framework_reads_it(stream: Any, framework: Any) -> None:
+    assert driver._stream_reader(type(stream())) is framework.stream_handle
