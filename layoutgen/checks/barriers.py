@@ -135,7 +135,7 @@ def early_barrier(binding: Binding, template: Path, line: int, early: str) -> Di
     returned, so a barrier of the block is undefined behaviour on every shape that leaves one: an error. The
     thread grids (Grid.rows and friends) return threads only on a shape that leaves a partial block, which a
     project may rule out: a warning there."""
-    if binding.kernel.grid.per == "warp":
+    if binding.kernel.grid.kind.whole_warps:  # its warps work alone: one with no rows returned whole
         return Diagnostic(
             "LG408", f"`__syncthreads()` in kernel `{binding.name}`, whose {early} before the body: the barrier "
             "is not reached by every thread of the block, which is undefined behaviour", Site(str(template), line),

@@ -115,7 +115,7 @@ def check_binding(binding: Binding, arch: str = DEFAULT_ARCH) -> list[Diagnostic
     out.extend(_conflict(binding, c) for c in unified.conflicts)
     grid = binding.kernel.grid
     grid_view = binding.view(grid.param) if grid.param is not None else None  # Grid.general follows no parameter
-    if grid.per == "vector" and grid_view is not None and not grid_view.column_unit.is_static:
+    if grid.kind.per_vector and grid_view is not None and not grid_view.column_unit.is_static:
         out.append(Diagnostic(
             "LG210",
             f"`{binding.name}` starts one thread per {grid.per} of `{grid.param}`, bound to {describe_view(grid_view)}, "

@@ -27,7 +27,6 @@ from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from ..declare.grids import GRID_NAMES, RETURNS_BEFORE_BODY
 from ..declare.kernels import Binding, Param
 from ..declare.source_kernels import SourceKernel
 from ..declare.unify import unify
@@ -50,11 +49,8 @@ from .indexing import (ALONE, COLUMN_ARGUMENT, FACTOR, POINTER, ROW_ARGUMENT, SU
 _DIRECTIVE = re.compile(r"\s*#\s*(pragma|include|line|error|warning)\b")
 # A name reserved for generated code: the raw pointers and launch values behind the views.
 _RESERVED = re.compile(r"(?<![\w])lg_\w+")
-# A block-wide barrier: LG406 where the grid returns threads before the body (RETURNS_BEFORE_BODY).
+# A block-wide barrier: LG406 where the grid returns threads before the body (its kind's `returns_early`).
 _BARRIER = re.compile(r"(?<![\w.:>])__syncthreads\s*\(")
-# The names by which a thread knows itself in each grid (beside `threadIdx`): a condition on them divides a block.
-_THREAD_NAMES = {kind: frozenset({"threadIdx", *(n for n in names if n in ("row", "element", "vector", "lane", "warp"))})
-                 for kind, names in GRID_NAMES.items()}
 # `#line 3 "examples/vsn/k.cu.j2"` in a generated kernel.
 _LINE = re.compile(r'\s*#\s*line\s+(\d+)\s+"([^"]*)"')
 
@@ -274,9 +270,12 @@ def _check_lines(binding: Binding, template: Path, lines: Sequence[tuple[int, st
         (p.name, v.width, v.row_stride, v.offset) for p, v in binding.pairs).items() if k[0] in used and k[1] in used))
     literals, constants, loops = _analysis(reading, tuple(names), tuple(a.name for a in kernel.shared), static,
                                            members)
-    early = RETURNS_BEFORE_BODY.get(kernel.grid.per)  # LG406/LG408 say it of every barrier there
-    divergent = {} if early else {d.line: d for d in divergent_barriers(tuple(codes), _THREAD_NAMES[kernel.grid.per])}
-    alone = kernel.grid.per == "persistent_warp"  # warps that loop over tiles of their own
+    kind = kernel.grid.kind
+    early = kind.returns_early  # LG406/LG408 say it of every barrier there
+    # the names by which a thread knows itself (beside `threadIdx`): a condition on them divides a block
+    thread_names = frozenset({"threadIdx", *kind.thread_names})
+    divergent = {} if early else {d.line: d for d in divergent_barriers(tuple(codes), thread_names)}
+    alone = kind.warps_loop_alone  # warps that loop over tiles of their own
     in_loop = lines_in_tile_loops(codes) if alone else frozenset()
     for n, ((number, code), found, indices, counters) in enumerate(zip(lines, literals, constants, loops)):
         for counter in counters:

@@ -1,8 +1,9 @@
 """What a kernel's prologue places for its grid and its dynamic shared memory, computed here.
 
-``kernel.cu.j2`` includes, at file scope, the helpers a kernel needs (:data:`FILE_HELPERS`: the
-persistent grid's ``lg::Tile``, the shared buffer's boundaries) and, in the kernel, one skeleton
-per part of its prologue: its shared arrays, then its grid's (:data:`GRID_SKELETONS`). Each
+``kernel.cu.j2`` includes, at file scope, the helpers a kernel needs (its grid kind's ``helper``: the
+persistent grid's ``lg::Tile``; :data:`SHARED_HELPER`, the shared buffer's boundaries) and, in the kernel,
+one skeleton per part of its prologue: its shared arrays, then its grid kind's ``prologue``
+(:mod:`layoutgen.declare.grid_kinds`). Each
 skeleton is plain C++ placing numbers and expressions from the records below, so the kernel
 template itself chooses nothing.
 
@@ -16,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
-from ..declare.grids import RESIDENT, Grid, launch_dims
+from ..declare.grids import WARP_SIZE, Grid, launch_dims
 from ..declare.kernels import Binding
 from ..declare.shared import SHARED_ALIGN, Shared
 from ..declare.tiles import TileLayout
@@ -25,19 +26,10 @@ from ..schema.dims import Dim, Size, shape_text
 from ..schema.names import CPP_DIM
 from ..schema.view import View
 
-#: The skeleton that writes each kind of grid's part of the prologue.
-GRID_SKELETONS: Mapping[str, str] = {
-    "row": "grid_threads.cu.j2", "element": "grid_threads.cu.j2", "vector": "grid_threads.cu.j2",
-    "tile": "grid_tiles.cu.j2", "warp": "grid_warps.cu.j2", "persistent": "grid_persistent.cu.j2",
-    "persistent_warp": "grid_persistent_warps.cu.j2", "general": "grid_general.cu.j2",
-}
 #: The prologue's part that carves the shared buffer into the kernel's arrays.
 SHARED_SKELETON = "shared_arrays.cu.j2"
-#: File-scope helpers: for a persistent grid (lg::Tile, lg::Tiles); for the grids whose body computes its own
-#: indices from one thread index (lg::divmod, lg::aligned); for a kernel with shared arrays.
-FILE_HELPERS: Mapping[str, str] = {"persistent": "tiles.cuh.j2", "persistent_warp": "tiles.cuh.j2",
-                                   "row": "threads.cuh.j2", "element": "threads.cuh.j2", "vector": "threads.cuh.j2",
-                                   "general": "threads.cuh.j2", "shared": "shared.cuh.j2"}
+#: The file-scope helpers of a kernel with shared arrays.
+SHARED_HELPER = "shared.cuh.j2"
 #: A cooperative grid's indices stay below its rows plus 32 times its capacity (the first row of a
 #: block's last warp): where that reaches 2^31 they are `long long`, whatever the views' index type.
 INT_LIMIT = 2**31
@@ -55,7 +47,7 @@ def vector_params(binding: Binding) -> tuple[str, ...]:
     its alignment does not narrow the groups, and its launcher keeps checking the alignment its own accesses need.
     """
     grid = binding.kernel.grid
-    if grid.per != "vector" or grid.param is None:
+    if not grid.kind.per_vector or grid.param is None:
         return ()
     bytes_ = _row_bytes(binding.view(grid.param))
     return tuple(p.name for p, v in binding.pairs if bytes_ is not None and _row_bytes(v) == bytes_)
@@ -143,13 +135,13 @@ def grid_model(binding: Binding, values: Mapping[str, Dim]) -> GridModel:
     kernel = binding.kernel
     grid: Grid = kernel.grid
     shared = shared_models(laid_out(binding), values)
-    helpers = [FILE_HELPERS[grid.per]] if grid.per in FILE_HELPERS else []
-    prologue = [GRID_SKELETONS[grid.per]]
+    helpers = [grid.kind.helper] if grid.kind.helper is not None else []
+    prologue = [grid.kind.prologue]
     if shared:
-        helpers.append(FILE_HELPERS["shared"])
+        helpers.append(SHARED_HELPER)
         prologue.insert(0, SHARED_SKELETON)
     wide = False  # rows counted in a symbol have `long long` views, which the kernel's index follows
-    if grid.per in ("tile", "warp", *RESIDENT) and grid.param is not None:
+    if grid.kind.owns_rows and grid.param is not None:
         rows = binding.view(grid.param).rows
         wide = rows.is_static and rows.coef + 32 * grid.capacity >= INT_LIMIT
     return GridModel(grid.capacity, tuple(prologue), tuple(helpers), shared, wide)
@@ -178,17 +170,14 @@ def block_rule(binding: Binding, values: Mapping[str, Dim]) -> BlockRuleModel | 
     """The launch's count of blocks for a cooperative grid; None for a grid of threads (one a row, element
     or vector, counted by the launcher's threads per row)."""
     grid = binding.kernel.grid
-    if grid.per == "tile":
-        return BlockRuleModel("rows", grid.capacity)
-    if grid.per == "warp":
-        return BlockRuleModel("rows", grid.block // 32 * grid.capacity)
-    if grid.per == "persistent":
-        return BlockRuleModel("persistent", grid.capacity, blocks_per_sm=grid.blocks_per_sm or 0)
-    if grid.per == "persistent_warp":  # as many blocks as stay resident, at most one per `warps` warp tiles
-        return BlockRuleModel("persistent", grid.block // 32 * grid.capacity, blocks_per_sm=grid.blocks_per_sm or 0)
-    if grid.per == "general" and grid.blocks is not None:
-        return BlockRuleModel("general", grid.blocks.divisor, runtime_dims(grid.blocks.factors, values))
-    return None
+    rule = grid.kind.block_rule
+    if rule is None:
+        return None
+    if grid.blocks is not None:  # counted by an expression of the kernel's symbols
+        return BlockRuleModel(rule, grid.blocks.divisor, runtime_dims(grid.blocks.factors, values))
+    # a block owns a tile, or its warps' rows; a resident grid starts at most one block per as many rows
+    per_block = grid.capacity * (grid.block // WARP_SIZE if grid.kind.whole_warps else 1)
+    return BlockRuleModel(rule, per_block, blocks_per_sm=(grid.blocks_per_sm or 0) if grid.kind.resident else 0)
 
 
 def shared_arrays(binding: Binding, values: Mapping[str, Dim]) -> tuple[SharedArrayModel, ...]:

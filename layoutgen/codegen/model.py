@@ -16,12 +16,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..declare.grids import RESIDENT, launch_dims
+from ..declare.grids import launch_dims
 from ..declare.kernels import Binding, Param
 from ..declare.tiles import tile_vector_bytes, tiled_params
 from ..declare.unify import unify
 from .library import library_namespace
-from .grids import GRID_SKELETONS, SharedModel, grid_model, vector_params, vector_width
+from .grids import SharedModel, grid_model, vector_params, vector_width
 from ..schema import View
 from ..schema.dims import Dim, Size, shape_text, strides_text
 from ..schema.names import CPP_ARGUMENT, CPP_DIM
@@ -222,10 +222,10 @@ def grid_shape(binding: Binding) -> tuple[int, int]:
     threads per row are this count times the symbol: see :func:`per_row_symbols`.
     """
     grid = binding.kernel.grid
-    if grid.per not in ("element", "vector") or grid.param is None:  # a row a thread, or a cooperative grid
+    if not (grid.kind.per_element or grid.kind.per_vector) or grid.param is None:  # a row a thread, or cooperative
         return 0, 1
     view = binding.view(grid.param)
-    if grid.per == "element":
+    if grid.kind.per_element:
         return 0, view.width
     vector_bytes = vector_width(binding)  # of the views moved group for group with the grid's (codegen/grids.py)
     return vector_bytes, view.width * view.dtype.size // vector_bytes
@@ -246,7 +246,7 @@ def param_vector_bytes(binding: Binding, param: Param, view: View) -> int:
 def per_row_symbols(binding: Binding) -> tuple[str, ...]:
     """The symbols the threads per row are multiplied by at launch (``("D",)``), or none."""
     grid = binding.kernel.grid
-    return binding.view(grid.param).column_unit.symbols if grid.per == "element" and grid.param else ()
+    return binding.view(grid.param).column_unit.symbols if grid.kind.per_element and grid.param else ()
 
 
 @dataclass(frozen=True)
@@ -324,7 +324,7 @@ class KernelModel:
     # Grid.persistent's blocks_per_sm, where declared: the kernel's __launch_bounds__ asks the compiler to
     # fit that many blocks on an SM (registers), as many as the launch starts; 0: no such bound
     min_blocks: int = 0
-    prologue: tuple[str, ...] = (GRID_SKELETONS["row"],)  # the skeletons of the prologue (codegen/grids.py)
+    prologue: tuple[str, ...] = ()  # the skeletons of the prologue (codegen/grids.py)
     helpers: tuple[str, ...] = ()  # file-scope skeletons the prologue needs
     shared: tuple[SharedModel, ...] = ()  # the arrays of the dynamic shared memory
 
@@ -387,7 +387,7 @@ def kernel_model(binding: Binding, views: dict[str, ViewModel], template: str, s
         per_row=per_row,
         index_type="long long" if wide else "int",
         grid_capacity=cooperative.capacity,
-        min_blocks=grid.blocks_per_sm or 0 if grid.per in RESIDENT else 0,
+        min_blocks=grid.blocks_per_sm or 0 if grid.kind.resident else 0,
         prologue=cooperative.prologue,
         helpers=cooperative.helpers,
         shared=cooperative.shared,

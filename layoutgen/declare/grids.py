@@ -14,44 +14,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Literal
 
 from ..schema.diagnostics import Site, caller_site
 from ..schema.dims import Dim, as_shape
 from .errors import kernel_error
+from .grid_kinds import GRID_KINDS, GridKind
 
-GridKind = Literal["row", "element", "vector", "tile", "warp", "persistent", "persistent_warp", "general"]
-
-#: The names each grid defines in the body, beside the views, the symbols and the shared arrays.
-GRID_NAMES: Mapping[str, tuple[str, ...]] = {
-    "row": ("row",),
-    "element": ("element",),
-    "vector": ("vector",),
-    "tile": ("tile", "tile_row", "tile_rows", "tile_capacity"),
-    "warp": ("row", "warp_rows", "lane", "warp"),
-    "persistent": ("tiles", "tile_capacity"),
-    "persistent_warp": ("tiles", "tile_capacity", "lane", "warp", "warps"),
-    "general": (),
-}
-#: The grids that return threads before the body runs, and which (a barrier there is LG406).
-RETURNS_BEFORE_BODY: Mapping[str, str] = {
-    "row": "Grid.rows returns the threads past the last row", "element": "Grid.elements returns the threads "
-    "past the last element", "vector": "Grid.vectors returns the threads past the last vector",
-    "warp": "Grid.warps returns each warp with no rows",
-}
-#: The constructor of each kind, as messages name it.
-CONSTRUCTORS: Mapping[str, str] = {
-    "row": "Grid.rows", "element": "Grid.elements", "vector": "Grid.vectors", "tile": "Grid.tiles",
-    "warp": "Grid.warps", "persistent": "Grid.persistent", "persistent_warp": "Grid.persistent_warps",
-    "general": "Grid.general",
-}
-#: The argument that gives the rows of a tile or of a warp, by kind.
-_ROWS_ARGUMENT = {"tile": "rows", "warp": "rows_per_warp", "persistent": "rows", "persistent_warp": "rows"}
-#: The grids that start as many blocks as the device keeps resident (``blocks_per_sm`` is theirs).
-RESIDENT = ("persistent", "persistent_warp")
-#: The grids whose warps work on their own (whole warps alive to the end of the body, a lane and a warp
-#: index given): a tile scoped to a warp is copied by its 32 lanes, which must all be there (LG227).
-WARP_GRIDS = ("warp", "persistent_warp")
+#: The names each grid defines in the body, by kind (read from its record, :mod:`.grid_kinds`).
+GRID_NAMES: Mapping[str, tuple[str, ...]] = {per: kind.names for per, kind in GRID_KINDS.items()}
+#: The threads of a warp: the block of a grid whose warps work alone is a multiple (LG216).
 WARP_SIZE = 32
 #: Rows of a tile or a warp are an `int` in the generated code (`tile_rows`, `warp_rows`).
 ROWS_LIMIT = 2**31
@@ -111,7 +82,7 @@ class Grid:
     """
 
     param: str | None
-    per: GridKind = "row"
+    per: str = "row"  # the key of its kind in GRID_KINDS (an unknown one is LG208 in its kernel)
     block: int = 128
     capacity: int = 1
     blocks: BlockCount | None = None
@@ -132,9 +103,16 @@ class Grid:
         return text + ")"
 
     @property
+    def kind(self) -> GridKind:
+        """What this grid's kind guarantees and how it is made (:mod:`.grid_kinds`); every grid a kernel
+        accepted has one (LG208 refuses another ``per``)."""
+        return GRID_KINDS[self.per]
+
+    @property
     def names(self) -> tuple[str, ...]:
         """The names this grid defines in the body."""
-        return GRID_NAMES.get(self.per, ())
+        kind = GRID_KINDS.get(self.per)
+        return kind.names if kind is not None else ()
 
     @staticmethod
     def rows(param: str, block: int = 128) -> Grid:
@@ -215,34 +193,34 @@ class Grid:
 
 def _argument_problem(grid: Grid) -> tuple[str, str, str | None] | None:
     """(code, message, hint) when ``grid``'s arguments do not fit its kind; None for an unknown kind (LG208)."""
-    kind = grid.per
-    if kind not in GRID_NAMES:
+    kind = GRID_KINDS.get(grid.per)
+    if kind is None:
         return None
-    made = CONSTRUCTORS[kind]
-    if kind != "general" and not isinstance(grid.param, str):  # compared with names, hashed, written in C++
+    made = kind.constructor
+    if kind.follows_param and not isinstance(grid.param, str):  # compared with names, hashed, written in C++
         return (("LG218", f"the parameter of {made} must be the name of a parameter of its kernel, got "
                  f"{grid.param!r}", f"for example {made}(\"x\") for a parameter In(\"x\", ...)"))
-    if kind in _ROWS_ARGUMENT:
+    if kind.rows_argument is not None:
         if not _positive_int(grid.capacity):
-            return ("LG218", f"`{_ROWS_ARGUMENT[kind]}` of {made} must be a positive integer below 2^31, got "
+            return ("LG218", f"`{kind.rows_argument}` of {made} must be a positive integer below 2^31, got "
                     f"{grid.capacity!r}", "a tile or a warp owns at least one row")
     elif grid.capacity != 1:
         return ("LG218", f"`capacity` of {made} must be 1, got {grid.capacity!r}",
                 "tiles, warps and persistent grids own rows: Grid.tiles, Grid.warps, Grid.persistent, "
                 "Grid.persistent_warps")
-    if kind == "general":
+    if not kind.follows_param:
         if grid.param is not None or not isinstance(grid.blocks, BlockCount):
-            return ("LG218", f"Grid.general counts `blocks` of the kernel's symbols and follows no parameter, got "
-                    f"param={grid.param!r}, blocks={grid.blocks!r}", "make it with Grid.general(blocks=...)")
+            return ("LG218", f"{made} counts `blocks` of the kernel's symbols and follows no parameter, got "
+                    f"param={grid.param!r}, blocks={grid.blocks!r}", f"make it with {made}(blocks=...)")
     elif grid.blocks is not None:
         return "LG218", f"`blocks` is for Grid.general, got {grid.blocks} for {made}", None
-    if grid.blocks_per_sm is not None and kind not in RESIDENT:
+    if grid.blocks_per_sm is not None and not kind.resident:
         return ("LG218", f"`blocks_per_sm` is for Grid.persistent and Grid.persistent_warps, got "
                 f"{grid.blocks_per_sm!r} for {made}", None)
     if grid.blocks_per_sm is not None and not _positive_int(grid.blocks_per_sm, 1025):
         return ("LG218", f"`blocks_per_sm` of {made} must be None or a positive integer up to 1024, got "
                 f"{grid.blocks_per_sm!r}", "None keeps as many blocks as the compiled kernel's occupancy allows")
-    if kind in WARP_GRIDS and _positive_int(grid.block, 1025) and grid.block % WARP_SIZE:
+    if kind.whole_warps and _positive_int(grid.block, 1025) and grid.block % WARP_SIZE:
         below, above = grid.block // WARP_SIZE * WARP_SIZE, (grid.block // WARP_SIZE + 1) * WARP_SIZE
         return ("LG216", f"the block of {made} must be a multiple of {WARP_SIZE} threads (whole warps), got "
                 f"{grid.block}", f"use block={below} or {above}" if below else f"use block={above}")
@@ -267,15 +245,17 @@ def check_grid(kernel: str, grid: object, params: Sequence[str], symbols: Sequen
     """``grid`` checked against its kernel: LG208 for a grid that follows no parameter, of an unknown kind
     or a block outside 1..1024; LG218 for a general grid counted in a symbol no parameter has."""
     first = params[0]
-    if not isinstance(grid, Grid) or (grid.per != "general" and grid.param not in params):
+    kind = GRID_KINDS.get(grid.per) if isinstance(grid, Grid) else None
+    if not isinstance(grid, Grid) or ((kind is None or kind.follows_param) and grid.param not in params):
         raise kernel_error(
             "LG208", f"the grid of `{kernel}` must follow one of its parameters, got {grid!r}", site,
             hint=f"for example grid=Grid.rows(\"{first}\")",
         )
-    if grid.per not in GRID_NAMES:
+    if kind is None:
         raise kernel_error(
-            "LG208", f"the grid of `{kernel}` must be one of " + ", ".join(CONSTRUCTORS.values()) + f", got per="
-            f"{grid.per!r}", site, hint=f"for example Grid.rows(\"{grid.param}\") or Grid.tiles(\"{grid.param}\")",
+            "LG208", f"the grid of `{kernel}` must be one of " + ", ".join(k.constructor for k in GRID_KINDS.values())
+            + f", got per={grid.per!r}", site,
+            hint=f"for example Grid.rows(\"{grid.param}\") or Grid.tiles(\"{grid.param}\")",
         )
     if not _positive_int(grid.block, 1025):  # True and 128.0 are no block: they would reach the generated code
         raise kernel_error("LG208", f"the block size of `{kernel}` must be 1..1024, got {grid.block!r}", site)
@@ -298,6 +278,6 @@ def check_grid_names(kernel: str, grid: Grid, params: Sequence[tuple[str, Site |
                                                                           symbols.items())]:
         if name in own:
             raise kernel_error(
-                "LG208", f"{what} `{name}` of `{kernel}` clashes with `{name}`, which {CONSTRUCTORS[grid.per]} defines "
+                "LG208", f"{what} `{name}` of `{kernel}` clashes with `{name}`, which {grid.kind.constructor} defines "
                 f"in the body ({', '.join(grid.names)})", at, hint=f"rename the {what.split()[-1]}",
             )

@@ -21,7 +21,7 @@ from ..schema.dims import Dim, Size, as_shape, shape_text
 from ..schema.dtypes import resolve_dtype
 from ..schema.names import name_problem
 from .errors import kernel_error
-from .grids import RETURNS_BEFORE_BODY, WARP_GRIDS, WARP_SIZE, Grid
+from .grids import WARP_SIZE, Grid
 
 #: Where each array of the buffer starts: a multiple of this many bytes (the widest vector access).
 SHARED_ALIGN = 16
@@ -123,15 +123,15 @@ class Tile:
 def default_rows(tile: Tile, grid: Grid) -> int | None:
     """The rows ``tile`` holds where it gives none: its grid's tile (a block's tile for a block's tile, a warp's
     for a warp's); None where the grid has no such tile."""
-    own = ("tile", "persistent") if tile.scope == "block" else WARP_GRIDS
-    return grid.capacity if grid.per in own else None
+    own = grid.kind.block_tiles if tile.scope == "block" else grid.kind.whole_warps
+    return grid.capacity if own else None
 
 
 def _warp_tile_problem(tile: Tile, kernel: str, grid: Grid) -> str | None:
     """Why the warps of ``grid`` cannot copy a tile each (LG227), or None."""
     made = f"shared tile `{tile.name}` of `{kernel}` is scoped to a warp, whose 32 lanes copy it together"
-    if grid.per in RETURNS_BEFORE_BODY and grid.per not in WARP_GRIDS:
-        return f"{made}, but {RETURNS_BEFORE_BODY[grid.per]} before the body: a warp may have lost lanes"
+    if grid.kind.returns_early is not None and not grid.kind.whole_warps:
+        return f"{made}, but {grid.kind.returns_early} before the body: a warp may have lost lanes"
     if grid.block % WARP_SIZE:
         return f"{made}, but the block of {grid.block} threads ends in a part warp"
     return None
