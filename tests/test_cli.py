@@ -26,6 +26,7 @@ import pytest
 from layoutgen.cli import main
 from layoutgen.codegen.stamp import MARKER, verify
 
+from layoutgen.codegen.library import library_namespace
 from tests.helpers.cli import layoutgen
 
 REPO = Path(__file__).resolve().parent.parent
@@ -291,8 +292,8 @@ def test_a_changed_field_width_makes_generate_check_exit_1_with_a_diff(project: 
     out = run.stdout
     assert "--- a/generated/mini/mini.cuh\n+++ b/generated/mini/mini.cuh\n" in out
     assert "--- a/generated/mini/scale_snap.cu\n+++ b/generated/mini/scale_snap.cu\n" in out
-    assert "-struct Window_snap_view : lg::Field<Window_snap_view_rows, T, 40, 56, 0, VectorBytes, Pack, long long> {\n" in out
-    assert "+struct Window_snap_view : lg::Field<Window_snap_view_rows, T, 38, 56, 0, VectorBytes, Pack, long long> {\n" in out
+    assert f"-struct Window_snap_view : lg::{library_namespace()}::Field<Window_snap_view_rows, T, 40, 56, 0, VectorBytes, Pack, long long> {{\n" in out
+    assert f"+struct Window_snap_view : lg::{library_namespace()}::Field<Window_snap_view_rows, T, 38, 56, 0, VectorBytes, Pack, long long> {{\n" in out
     assert "-    [[maybe_unused]] constexpr int F = 40;\n+    [[maybe_unused]] constexpr int F = 38;\n" in out
     assert "a/generated/mini/copy_context.cu" not in out  # the context did not move
     assert re.search(r"^\d+ generated files? would change; run `layoutgen generate`\.$", out, re.M)

@@ -63,10 +63,10 @@ def test_the_grids_of_threads_place_their_index_and_the_vector_grid_its_widest_g
            "    if (vector >= y.rows() * 10) return;\n" in vector
     assert "lg::views::thread_grids::Rows_x_view<const float, 16, lg::Packing::strided> x" in vector
     assert "lg::views::thread_grids::Stats_scale_view<const float, 4, lg::Packing::strided> scale" in vector
-    # symbolic rows: `long long`, and the helper that divides in 32 bits wherever the sizes fit
+    # symbolic rows: `long long`; the body divides with lg::divmod (lg/thread.cuh: 32 bits wherever the sizes fit)
     assert "    const long long vector = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;\n" \
            "    if (vector >= dst.rows() * 4) return;\n" in broadcast
-    assert "__device__ __forceinline__ QuotRem divmod(long long n, long long d) {" in broadcast
+    assert "lg::divmod(" in broadcast and "QuotRem divmod" not in broadcast  # the library's, not pasted in
     # a row of heads of D elements (D bound at launch): the threads are counted with D, at launch
     assert "    if (element >= q.rows() * 4 * lg_dim_D) return;\n" in files["thread_grids/head_negate.cu"]
     module = files["thread_grids/__init__.py"]
