@@ -23,6 +23,7 @@ from layoutgen.cli import main
 from layoutgen.project.config import ConfigError, load_config
 from layoutgen.runtime import cache as cache_module
 from layoutgen.runtime import cubin_module, launch, prebuilt
+from layoutgen.runtime.device_library import library_digest
 from layoutgen.runtime.errors import LaunchError
 from layoutgen.runtime.prebuilt import PrebuiltFallback, pick_arch
 from tests.helpers.aot import SCALE, SHIFT, SPEC, launcher
@@ -128,7 +129,8 @@ def test_build_writes_a_cubin_for_each_kernel_and_arch_and_a_manifest(project: P
         "Built 2 kernels for sm_80, sm_90 in 1 spec: 5 files changed.",
     ]
     manifest = json.loads((folder / "manifest.json").read_text())
-    assert manifest["archs"] == ["sm_80", "sm_90"] and manifest["format"] == 1
+    assert manifest["archs"] == ["sm_80", "sm_90"] and manifest["format"] == 2
+    assert manifest["library"] == library_digest()  # the device library the cubins were compiled against
     assert sorted(manifest["kernels"]) == ["scale", "shift"]
     for name, entry in manifest["kernels"].items():
         assert entry["project_headers"] is None
@@ -275,6 +277,34 @@ def test_a_kernel_changed_since_the_build_compiles_with_a_note(built: Path, no_d
         "note[LG627]: the cubins of `scale` in `generated/example/cubins/` were built from another `scale.cu` or "
         "`example.cuh` than the generated ones; compiling with NVRTC instead"]
     assert no_device == [b"compiled"]
+
+
+@needs_nvrtc
+def test_cubins_built_against_another_device_library_compile_with_a_note(built: Path, no_device: list[bytes],
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """The device library (`lg/*.cuh`) is compiled into every cubin, and the generated sources name only its
+    version: a package built against other library headers (an edited checkout, another build of the same
+    version) must not be loaded. The manifest holds the library's digest; a launcher compares it."""
+    path = built / "generated" / "example" / "cubins" / "manifest.json"
+    manifest = json.loads(path.read_text())
+    assert manifest["library"] == library_digest()
+    path.write_text(json.dumps({**manifest, "library": "0" * 64}))  # as a build against other headers writes it
+    jit_gives(monkeypatch, b"compiled")
+    reason = ("the cubins in `generated/example/cubins/` were built against another device library (`lg/*.cuh`) "
+              "than this layoutgen's")
+    with pytest.warns(PrebuiltFallback) as notes:
+        launcher(built, "scale").function(0, "sm_90")
+    assert [str(n.message) for n in notes] == [f"note[LG627]: {reason}; compiling with NVRTC instead"]
+    assert no_device == [b"compiled"]
+    code, out = run(built, "check")  # and `check` says the shipped cubins are stale
+    assert code == 1 and out.splitlines()[1] == f"  {reason}", out
+    # A manifest of the format before the digest (1) has none to compare: its cubins are not loaded either.
+    path.write_text(json.dumps({k: v for k, v in {**manifest, "format": 1}.items() if k != "library"}))
+    with pytest.warns(PrebuiltFallback) as notes:
+        launcher(built, "shift").function(0, "sm_90")
+    assert [str(n.message) for n in notes] == [
+        "note[LG627]: `generated/example/cubins/manifest.json` cannot be read: it is not a manifest of format 2; "
+        "compiling with NVRTC instead"]
 
 
 @needs_nvrtc

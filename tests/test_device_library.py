@@ -21,7 +21,7 @@ from layoutgen import version as layoutgen_version
 from layoutgen.codegen.library import library_namespace, library_version_macro
 from layoutgen.declare.kernels import Grid, InOut, Kernel
 from layoutgen.declare.spec import Spec
-from layoutgen.runtime.device_library import LIBRARY_INCLUDE, library_digest, library_headers
+from layoutgen.runtime.device_library import LIBRARY_INCLUDE, library_digest, library_headers, library_names
 from layoutgen.runtime.nvrtc import CompileError, CompileRequest, compile_cubin
 from tests.helpers.cli import layoutgen
 from tests.helpers.host import COMPILER
@@ -110,6 +110,37 @@ def test_includes_prints_the_folder_of_lg_lg_cuh() -> None:
     assert run.returncode == 0, run.stderr
     assert run.stdout == f"-I{LIBRARY_INCLUDE}\n"
     assert (Path(run.stdout.strip().removeprefix("-I")) / "lg" / "lg.cuh").is_file()
+
+
+@pytest.mark.parametrize("name", sorted(library_names().values()))
+def test_an_error_in_the_library_is_placed_at_the_users_line_and_named_by_its_include_name(
+        tmp_path: Path, name: str) -> None:
+    """`check --compile`: an error NVRTC places in a header of the library (a static_assert of lg::Field, reached
+    from a view of the spec's header, reached from the template) is the template line's, as one in the spec's
+    header is; the library's files are named as `#include <lg/...>` names them, never by the installed path."""
+    from layoutgen.project.compile_all import placed
+    from layoutgen.runtime.nvrtc_log import parse_log
+    from layoutgen.schema.diagnostics import Site
+
+    path = str(LIBRARY_INCLUDE / name)
+    log = (f'{path}(12): error: static assertion failed with "no"\n'
+           '      static_assert(false, "no");\n'
+           "      ^\n"
+           f"{path}(12): note #3453-D: the final comparison was 0 == 1\n"
+           "          detected during:\n"
+           '            instantiation of "g" at line 30 of spec.cuh\n'
+           '            instantiation of "f" at line 2 of k.cu.j2\n\n'
+           "1 error detected in the compilation of \"generated/spec/k.cu\".\n")
+    (error,) = parse_log(log)
+    placed_at = placed(error, {"spec.cuh": "generated/spec/spec.cuh"}, {"spec.cuh": ""}, "generated/spec/k.cu",
+                       tmp_path, {})
+    assert placed_at.site == Site(str(tmp_path / "k.cu.j2"), 2)
+    assert placed_at.message.splitlines()[:4] == [
+        f'static assertion failed with "no" (in {name}:12, instantiated here)',
+        '        static_assert(false, "no");',
+        "        ^",
+        f"  {name}(12): note #3453-D: the final comparison was 0 == 1"]
+    assert str(LIBRARY_INCLUDE) not in placed_at.message
 
 
 # -- generated headers hold only what is the spec's own ----------------------------------------------------------

@@ -28,6 +28,7 @@ from hypothesis import strategies as st
 from layoutgen import (
     Buffer, Field, Grid, In, InOut, Kernel, Launch, Layout, Out, Pad, Program, Spec, dims, f32, field_copies,
 )
+from layoutgen.codegen.library import library_namespace
 from layoutgen.runtime.launch import KernelLauncher
 from layoutgen.runtime.program import ProgramRunner
 from layoutgen.runtime.typed import LayoutTag
@@ -139,7 +140,8 @@ def test_views_whose_names_join_alike_get_structs_of_their_own(tmp_path: Path) -
     kernels = [Kernel(f"k{i}", body, [Out("x", [n, 4])], template_root=tmp_path).bind(x=view)
                for i, view in enumerate([layouts[0].view, layouts[1].b, layouts[2].view])]
     rendered = render(Spec("joined", kernels=kernels), tmp_path)
-    structs = re.findall(r"^struct (\w+) : lg::Field<", rendered.files["joined/joined.cuh"], re.M)
+    field = re.escape(f"lg::{library_namespace()}::Field<")  # the device library's, in its version's namespace
+    structs = re.findall(rf"^struct (\w+) : {field}", rendered.files["joined/joined.cuh"], re.M)
     assert structs == ["a_b_view", "a_b_view_2", "a_b_2_view"]
     nvrtc(rendered, "joined")
 

@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from layoutgen import Axis, Field, In, Kernel, Layout, Out, Pad, Spec, dims, f32, field_copies
+from layoutgen.codegen.library import library_namespace
 from layoutgen.codegen.render import render_spec
 from layoutgen.codegen.pymodule import module_model
 from layoutgen.declare.kernels import KernelError
@@ -68,7 +69,26 @@ def test_a_row_counted_in_a_symbol_indexes_its_columns_in_64_bits(tmp_path: Path
     header = rendered.files["heads/heads.cuh"]
     assert ("    __device__ __forceinline__ T& operator()(long long i0, long long j0, long long c) const {\n"
             "        return this->at(i0, j0 * lg_dim_D + c);\n") in header
-    assert "__device__ __forceinline__ T& at(Index r, typename Scale::Column c) const" in header
+    # The library's accessors of that view (lg::Field and lg::Row, lg/field.cuh) take the column as `long long`
+    # too: asked of the compiler, as the view's base is the library's, not text of the header.
+    view = f"lg::views::heads::Heads_q_view<float, 4, lg::{library_namespace()}::Packing::strided>"
+    probe = (f'#include "heads.cuh"\n'
+             "template <typename A, typename B> struct same { static constexpr bool value = false; };\n"
+             "template <typename A> struct same<A, A> { static constexpr bool value = true; };\n"
+             "template <typename C, typename R, typename I, typename J> __host__ __device__ constexpr bool wide(R (C::*)(I, J) const) "
+             "{ return same<J, long long>::value; }\n"
+             "template <typename C, typename R, typename J> __host__ __device__ constexpr bool wide(R (C::*)(J) const) "
+             "{ return same<J, long long>::value; }\n"
+             f"using V = {view};\n"
+             'static_assert(same<V::column_type, long long>::value, "the column type");\n'
+             'static_assert(wide(&V::at), "at(r, c)");\n'
+             'static_assert(wide(&V::Row::operator[]), "row(r)[c]");\n')
+    assert compile_cubin(CompileRequest(source=probe, name="probe.cu", headers=(("heads.cuh", header),))).cubin
+    with pytest.raises(CompileError) as info:  # the probe can fail: a 32-bit column is refused
+        compile_cubin(CompileRequest(source=probe.replace("same<J, long long>", "same<J, int>"), name="probe.cu",
+                                     headers=(("heads.cuh", header),)))
+    assert [d.message.splitlines()[0] for d in info.value.diagnostics] == [
+        'static assertion failed with "at(r, c)"', 'static assertion failed with "row(r)[c]"']
     nvrtc(rendered, "heads")
 
 
@@ -78,7 +98,7 @@ def test_a_named_axis_of_2_to_the_32_rows_maps_its_rows_in_64_bits(tmp_path: Pat
     k = Kernel("k", write_template(tmp_path, "    x.at(row, 0) = 1.0f;\n"), [Out("x", [n, 5, 65536, 65536, 1])],
                template_root=tmp_path)
     rendered = render(Spec("obs", kernels=[k.bind(x=obs.early)]), tmp_path)
-    assert "lg::AxisRows<0, 5, 8, 4294967296>" in rendered.files["obs/obs.cuh"]
+    assert f"lg::{library_namespace()}::AxisRows<0, 5, 8, 4294967296>" in rendered.files["obs/obs.cuh"]
     nvrtc(rendered, "obs")
 
 

@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 from examples.qkv import reference as ref
+from layoutgen.codegen.library import library_namespace
 from tests.helpers.host import REPO, host_kernel, host_launch, needs_compiler
 
 GENERATED = REPO / "generated" / "qkv"
@@ -134,8 +135,10 @@ def test_rope_on_padded_heads_through_a_named_axis(tmp_path: Path, rng: np.rando
     for name, text in rendered.files.items():
         (tmp_path / Path(name).name).write_text(text, encoding="utf-8")
     header = rendered.files["padded/padded.cuh"]
-    assert "lg::Field<QKVPadded_q_head_view_rows, T, 128, 136, 0, VectorBytes, Pack, long long, lg::Unscaled, lg::AxisRows<0, 32, 48, 1>>" in header
-    assert "lg::AxisRows<32, 8, 48, 1>" in header
+    lib = f"lg::{library_namespace()}"  # the device library's versioned namespace (lg/version.cuh)
+    assert (f"{lib}::Field<QKVPadded_q_head_view_rows, T, 128, 136, 0, VectorBytes, Pack, long long, {lib}::Unscaled, "
+            f"{lib}::AxisRows<0, 32, 48, 1>>") in header
+    assert f"{lib}::AxisRows<32, 8, 48, 1>" in header
     b, s, d = 2, 3, 128
     padded = rng.normal(size=(b, s, 48, 136)).astype(np.float32)
     padded[..., 128:] = np.nan

@@ -21,6 +21,8 @@ from pathlib import Path
 
 import pytest
 
+from layoutgen.codegen.library import library_namespace
+from layoutgen.runtime.device_library import LIBRARY_INCLUDE as LIBRARY
 from tests.helpers.cli import layoutgen
 
 REPO = Path(__file__).resolve().parent.parent
@@ -65,7 +67,9 @@ def test_arithmetic_on_a_row_stops_the_compile_with_the_views_real_stride(compil
 def test_a_row_is_no_pointer(compiled: dict) -> None:
     ((line, message),) = first_lines(compiled["convert"])
     assert line == 2
-    assert message.startswith('no suitable conversion function from "lg::Field<lg::views::rows::Window_snap_view_rows, ')
+    lib = f"lg::{library_namespace()}"  # the device library's versioned namespace; the views are the release build's
+    assert message.startswith(f'no suitable conversion function from "{lib}::Field<{lib}::release::views::rows::'
+                              'Window_snap_view_rows, ')
     assert message.endswith('to "const float *" exists')
 
 
@@ -75,6 +79,11 @@ def test_a_raw_pointer_needs_the_parameter_declared_contiguous(compiled: dict) -
     assert message.startswith(
         'static assertion failed with "raw_pointer(): this parameter\'s rows are not declared packed; declare '
         'contiguous=True on it (the binding check then refuses a strided view), or index through the view"')
+    # The assertion is the device library's (lg/field.cuh): shown by its include name, at the user's line.
+    line_in_library = next(n for n, text in enumerate((LIBRARY / "lg" / "field.cuh").read_text().splitlines(), 1)
+                           if "raw_pointer(): this parameter's rows" in text)
+    assert message.endswith(f" (in lg/field.cuh:{line_in_library}, instantiated here)")
+    assert str(LIBRARY) not in "".join(m for _, m in compiled["raw"])
 
 
 SEED = {  # the seed bug's four spellings, each in the one form that still compiles: inside a row's subscript

@@ -18,6 +18,7 @@ import pytest
 
 from layoutgen import Field, Grid, Group, In, InOut, Kernel, Layout, LayoutError, Pad, Spec, dims, f32
 from layoutgen.checks.bindings import check_binding
+from layoutgen.codegen.library import library_namespace
 from layoutgen.codegen.model import view_model
 from layoutgen.runtime.arrays import ArrayInfo
 from layoutgen.runtime.errors import LaunchError
@@ -214,7 +215,9 @@ def test_accessors_take_one_index_per_dim_with_the_unit_bound_at_launch() -> Non
     static = view_model(Mix.mix, "spec.py:1")
     assert static.policies == "" and static.column_expr == "j0 * 4 + c" and static.index_type == "long long"
     committed = (REPO / "generated" / "qkv" / "qkv.cuh").read_text()
-    assert "struct QKV_k_view : lg::Field<QKV_k_view_rows, T, 8, 48, 32, VectorBytes, Pack, long long, lg::Scaled> {" in committed
+    lib = f"lg::{library_namespace()}"  # the device library's versioned namespace (lg/version.cuh)
+    assert (f"struct QKV_k_view : {lib}::Field<QKV_k_view_rows, T, 8, 48, 32, VectorBytes, Pack, long long, "
+            f"{lib}::Scaled> {{") in committed
     assert "operator()(long long i0, long long i1, long long j0, long long c) const {" in committed
     rope = (REPO / "generated" / "qkv" / "rope.cu").read_text()
     assert "const lg::views::qkv::QKV_k_view<float, 4, lg::Packing::strided> k{ {lg_arg_k, {lg_dim_D}}, lg_dim_B, lg_dim_S, lg_dim_D };" in rope

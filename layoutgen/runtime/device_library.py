@@ -14,7 +14,7 @@ import functools
 import hashlib
 from pathlib import Path
 
-__all__ = ["LIBRARY_INCLUDE", "library_digest", "library_headers"]
+__all__ = ["LIBRARY_INCLUDE", "library_digest", "library_headers", "library_names"]
 
 #: The folder to put on the include path: ``#include <lg/lg.cuh>`` finds the library there.
 LIBRARY_INCLUDE = Path(__file__).resolve().parent.parent / "include"
@@ -24,6 +24,13 @@ def library_headers(root: Path = LIBRARY_INCLUDE) -> tuple[Path, ...]:
     """Every file of the device library under ``root``: ``lg/`` and its folders but ``lg/host/``, sorted."""
     library = root / "lg"
     return tuple(sorted(p for p in library.rglob("*") if p.is_file() and "host" not in p.relative_to(library).parts[:1]))
+
+
+def library_names(root: Path = LIBRARY_INCLUDE) -> dict[str, str]:
+    """Each file of the device library as NVRTC names it in a log (the -I folder joined with its name) to its
+    include name, ``lg/field.cuh``: an error NVRTC places in the library is shown by that name at the user's
+    call that reached it, never at the installed path. Raises nothing."""
+    return {str(path): path.relative_to(root).as_posix() for path in library_headers(root)}
 
 
 def library_digest(root: Path = LIBRARY_INCLUDE) -> str:

@@ -32,9 +32,9 @@ from typing import Any, Literal
 from .. import version
 from ..schema.diagnostics import Diagnostic, LayoutgenError, Site
 from . import paths
+from .device_library import LIBRARY_INCLUDE, library_digest
 from .elf import whole_cubin
 from .nvrtc_log import LogError, parse_errors, parse_log
-from .device_library import LIBRARY_INCLUDE, library_digest
 from .project_headers import HeaderFolderError, project_header_digest
 
 __all__ = [

@@ -2,15 +2,20 @@
 
 A generated package's ``cubins/`` folder holds ``<kernel>.<arch>.cubin`` for
 every kernel and arch it was built for, and ``manifest.json``: the layoutgen
-and NVRTC versions, the archs, and per kernel the digest of the source it was
-built from (:func:`source_digest`: the kernel file and the views header as
-generated), the digest of the project's header folders, and each cubin's size
-and sha256. The manifest is written last, so it never names a missing cubin.
+and NVRTC versions, the digest of the device library's headers the cubins were
+compiled against (``lg/*.cuh``, :func:`~layoutgen.runtime.device_library.library_digest`),
+the archs, and per kernel the digest of the source it was built from
+(:func:`source_digest`: the kernel file and the views header as generated), the
+digest of the project's header folders, and each cubin's size and sha256. The
+manifest is written last, so it never names a missing cubin.
 
 A launcher takes the cubin of its kernel for the device (:func:`load_module`)
 when everything that decides the cubin is what it would compile now:
 
-- the manifest was written by this version of layoutgen;
+- the manifest was written by this version of layoutgen, against the device
+  library this layoutgen ships (the generated sources name only the library's
+  version: headers edited in a checkout, or another build of that version,
+  compile into other cubins);
 - it has a cubin that runs on the device's arch (:func:`pick_arch`);
 - the driver's CUDA major is at least that of the NVRTC that built it;
 - it lists the kernel, built from the same source, and against the same
@@ -32,12 +37,13 @@ import os
 import re
 import warnings
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
 from .. import version
 from ..schema.diagnostics import Diagnostic, display_path
+from .device_library import library_digest
 from .errors import launch_error
 from .nvrtc import CompileRequest
 from .paths import NO_JIT_ENV, PREBUILT_MANIFEST, jit_forbidden, prebuilt_dir
@@ -48,7 +54,7 @@ __all__ = [
     "misfit", "pick_arch", "read_manifest", "sorted_archs", "source_digest",
 ]
 
-FORMAT = 1
+FORMAT = 2  # 2: the device library's digest (a manifest of 1 has none to compare, and is not read)
 _ARCH = re.compile(r"sm_(?P<number>\d{2,3})(?P<suffix>[af]?)")
 _T = TypeVar("_T")
 
@@ -135,6 +141,9 @@ class Manifest:
     nvrtc: str  # "13.5"
     archs: tuple[str, ...]
     kernels: tuple[BuiltKernel, ...]
+    # The device library's digest (runtime/device_library.py) the cubins were compiled against: a build compiles
+    # against the library of the layoutgen running it, so that is the default.
+    library: str = field(default_factory=library_digest)
 
     def kernel(self, name: str) -> BuiltKernel | None:
         return next((k for k in self.kernels if k.name == name), None)
@@ -142,7 +151,8 @@ class Manifest:
     def to_json(self) -> str:
         """The manifest's text: sorted keys, no time stamps, so a build of the same sources is the same file."""
         data = {
-            "format": FORMAT, "layoutgen": self.layoutgen, "nvrtc": self.nvrtc, "archs": list(self.archs),
+            "format": FORMAT, "layoutgen": self.layoutgen, "nvrtc": self.nvrtc, "library": self.library,
+            "archs": list(self.archs),
             "kernels": {k.name: {"source_sha256": k.source_sha256, "project_headers": k.project_headers,
                                  "cubins": {c.arch: {"file": c.file, "sha256": c.sha256, "size": c.size}
                                             for c in k.cubins}}
@@ -165,7 +175,7 @@ class Manifest:
                 kernels.append(BuiltKernel(str(name), str(entry["source_sha256"]),
                                            None if headers is None else str(headers), cubins))
             return cls(str(data["layoutgen"]), str(data["nvrtc"]), tuple(str(a) for a in data["archs"]),
-                       tuple(kernels))
+                       tuple(kernels), str(data["library"]))
         except (KeyError, TypeError, AttributeError, RecursionError) as exc:
             raise ValueError(f"it lacks or misspells an entry ({type(exc).__name__}: {exc})") from None
 
@@ -197,6 +207,9 @@ def misfit(manifest: Manifest, folder: Path, kernel: str, request: CompileReques
     if manifest.layoutgen != version.__version__:
         return (f"the cubins in {_shown(folder)} were built by layoutgen {manifest.layoutgen}, and this is "
                 f"layoutgen {version.__version__}")
+    if manifest.library != library_digest():
+        return (f"the cubins in {_shown(folder)} were built against another device library (`lg/*.cuh`) than this "
+                "layoutgen's")
     entry = manifest.kernel(kernel)
     if entry is None:
         return f"{_shown(folder)} has no cubins of `{kernel}`"
