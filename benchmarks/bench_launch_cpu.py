@@ -41,7 +41,7 @@ from tests.test_launch_compiled_driver import LAUNCHER  # noqa: E402
 #: The arrays of each row, each row's launch planned by the Python path and taught to the compiled one.
 ROWS = r"""
 import numpy as np
-from tests.test_launch_compiled import ADDRESS, cupy_array
+from tests.helpers.compiled import ADDRESS, cupy_array
 
 FAKE.fake_set_recording(0)
 shapes = {"x": (5, 7, 56), "W": (40, 40), "b": (40,), "gates": (5, 7, 40), "y": (5, 7, 40)}

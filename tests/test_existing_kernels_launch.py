@@ -16,8 +16,7 @@ from layoutgen.runtime import program as runtime_program
 from layoutgen.runtime.launch import LaunchError
 from tests.fake_device import Recorded, fake_device
 from tests.launch_paths import COMPILED, launch_path, rebuild  # noqa: F401  (the fixture)
-from tests.test_launch_paths import dev_reader
-from tests.test_launch_validation import BASE, Dev
+from tests.helpers.launch import BASE, Dev, dev_reader
 
 B, K = 3, 5
 LAUNCHERS = ("context_broadcast", "vsn_forward", "vsn_backward")

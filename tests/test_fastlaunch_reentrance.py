@@ -20,8 +20,8 @@ from typing import Any
 
 import pytest
 
-from tests.test_launch_paths import EXT, dev_reader  # noqa: F401
-from tests.test_launch_validation import BASE, Dev
+from tests.helpers.compiled import EXT  # the test build of the extension, installed on import
+from tests.helpers.launch import BASE, Dev, dev_reader
 
 from layoutgen.runtime import launch
 

@@ -14,7 +14,6 @@ be byte-identical.
 
 from __future__ import annotations
 
-import contextlib
 import math
 from collections.abc import Callable, Iterator
 from types import SimpleNamespace
@@ -28,61 +27,16 @@ from hypothesis import strategies as st
 from tests.launch_paths import (  # noqa: F401  (launch_path: the fixture)
     COMPILED, HANDLES, current_device, launch_path, replay, take_path)
 from tests.fake_device import TORCH_STREAM
-from tests.test_launch_paths import EXT, device, hooked, launcher, outcome  # noqa: F401  (fixtures)
-from tests.test_launch_validation import BASE, FWD, B, K, ProtocolStream
+from tests.helpers.compiled import (  # noqa: F401  (compiled_unless_..., cpu_is_cuda, device, hooked: fixtures)
+    ADDRESS, EXT, both_paths, compiled_unless_a_test_says_otherwise, cpu_is_cuda, cupy_array, device, fwd_cupy,
+    fwd_torch, hooked, launcher, outcome)
+from tests.helpers.launch import BASE, FWD, B, K, ProtocolStream
 
-from layoutgen.runtime import arrays, driver, launch, torch_cxx_reader
-from layoutgen.runtime.fastpath import use_torch
+from layoutgen.runtime import arrays, driver, launch
 from layoutgen.runtime.launch import KernelLauncher, KernelSpec, LaunchError, LayoutSpec, ParamSpec, ScalarSpec
-from layoutgen.runtime.paths import PYTHON_LAUNCH_ENV
 from layoutgen.runtime.typed import Array
 from layoutgen.runtime.validate import check_scalar
 from layoutgen.schema.scalars import SCALAR_DTYPES
-
-ADDRESS = {"x": BASE, "W": BASE + 0x100000, "b": BASE + 0x200000, "gates": BASE + 0x300000, "y": BASE + 0x400000}
-
-
-@pytest.fixture(autouse=True)
-def compiled_unless_a_test_says_otherwise(monkeypatch: pytest.MonkeyPatch) -> None:
-    """These tests compare the two paths themselves: a forced Python path (``LAYOUTGEN_PYTHON_LAUNCH=1`` in
-    the environment of the whole run) is set by each where it means it."""
-    monkeypatch.setenv(PYTHON_LAUNCH_ENV, "0")
-
-
-def cupy_array(shape: tuple[int, ...], dtype: str = "float32", ptr: int = BASE, device: int = 0) -> Any:
-    """A real cupy.ndarray at ``ptr`` on ``device`` (nothing allocated: only its fields are read)."""
-    import cupy
-    from cupy.cuda import memory
-
-    size = int(np.prod(shape)) * np.dtype(dtype).itemsize + 4096
-    return cupy.ndarray(shape, dtype, memptr=memory.MemoryPointer(memory.UnownedMemory(ptr, size, None, device), 0))
-
-
-def fwd_cupy(**replace: Any) -> tuple[Any, ...]:
-    shapes = {"x": (B, K, 56), "W": (40, 40), "b": (40,), "gates": (B, K, 40), "y": (B, K, 40)}
-    args = {name: cupy_array(shape, ptr=ADDRESS[name]) for name, shape in shapes.items()}
-    args.update(replace)
-    return tuple(args.values())
-
-
-def both_paths(monkeypatch: pytest.MonkeyPatch, spec: KernelSpec, run: Callable[[KernelLauncher], Any],
-               streams: bool = False) -> dict[str, tuple[Any, list[tuple[Any, ...]], KernelLauncher]]:
-    """``run`` on a fresh launcher of ``spec`` on each path: what it returned, the launches made (blocks, block,
-    values, and where ``streams``, the CUstream it was made on: None for the current CuPy stream, read at the
-    launch), the launcher."""
-    results = {}
-    for path in ("python", "compiled"):
-        take_path(monkeypatch, path)
-        launched: list[tuple[Any, ...]] = []
-        k = launcher(spec, launched)
-        assert (k._fast is None) == (path == "python")
-        COMPILED.clear()
-        HANDLES.clear()
-        got = run(k)
-        results[path] = (got, [(blocks, block, list(values))
-                               + ((None if stream is None else driver.stream_handle(stream),) if streams else ())
-                               for blocks, block, values, stream in launched], k)
-    return results
 
 
 # CuPy arrays: their own fields ------------------------------------------------------------------------------
@@ -346,28 +300,6 @@ def test_scalars_are_taken_or_refused_as_the_python_path_takes_them(
 # torch tensors through DLPack -------------------------------------------------------------------------------
 
 
-@pytest.fixture(params=["cxx", "dlpack"])
-def cpu_is_cuda(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
-    """CPU tensors taken by the Python path for tensors on a CUDA device (``arrays.TORCH_DEVICE_TYPES`` takes
-    "cpu" too; ``torch.Tensor.is_cuda`` says so), read by the compiled path through the C++ reader built
-    against this torch (``cxx``), or through DLPack's exchange API and torch's Python calls (``dlpack``, as
-    where the reader cannot be built)."""
-    torch = pytest.importorskip("torch")
-    monkeypatch.setattr(torch.Tensor, "is_cuda", property(lambda self: True))
-    monkeypatch.setattr(arrays, "TORCH_DEVICE_TYPES", frozenset({"cuda", "cpu"}))
-    use_torch()  # the extension takes torch's calls and the reader (built once) now, not at the first plan
-    address, calls = torch_cxx_reader.installed()
-    assert address is not None and calls, torch_cxx_reader.state()  # it builds wherever the tests run
-    with torch_cxx_reader.turned_off(EXT) if request.param == "dlpack" else contextlib.nullcontext():
-        yield torch
-
-
-def fwd_torch(torch: Any, **replace: Any) -> tuple[Any, ...]:
-    args = {"x": torch.randn(B, K, 56), "W": torch.randn(40, 40), "b": torch.randn(40), "gates": torch.zeros(B, K, 40),
-            "y": torch.zeros(B, K, 40)}
-    args.update(replace)
-    return tuple(args.values())
-
 
 def test_torch_tensors_take_the_compiled_path_through_dlpack_and_their_versions_are_bumped(
         device: dict[str, int], hooked: None, monkeypatch: pytest.MonkeyPatch, cpu_is_cuda: Any) -> None:
@@ -564,7 +496,7 @@ def program(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[[str], list[tu
     import generated.vsn as vsn
     from tests.fake_device import Recorded, fake_device
     from tests.launch_paths import module_launchers, rebuild
-    from tests.test_program_runner import LR, buffers
+    from tests.helpers.launch import LR, buffers
 
     from layoutgen.runtime import program as runtime_program
 

@@ -29,8 +29,9 @@ import ctypes, threading, time
 from types import SimpleNamespace
 import pytest
 from tests.fake_device import FUNCTION, fake_device
-from tests.test_launch_paths import dev_reader
-from tests.test_launch_validation import FWD, Dev, ProtocolStream, fwd_args
+from tests.helpers.fastlaunch_build import install
+install()  # the test build (with its benchmark hooks), as the tests run it
+from tests.helpers.launch import FWD, Dev, ProtocolStream, dev_reader, fwd_args
 from layoutgen.runtime import driver, fastpath, launch
 from layoutgen.runtime.launch import KernelLauncher
 

@@ -19,10 +19,10 @@ from typing import Any
 import pytest
 
 from tests.fake_libcuda import run
-from tests.test_launch_compiled import (ADDRESS, both_paths, compiled_unless_a_test_says_otherwise,  # noqa: F401
-                                        cpu_is_cuda, cupy_array, fwd_cupy, fwd_torch)
-from tests.test_launch_paths import EXT, device, hooked, launcher, outcome  # noqa: F401  (fixtures)
-from tests.test_launch_validation import FWD, B, K
+from tests.helpers.compiled import (  # noqa: F401  (compiled_unless_..., cpu_is_cuda, device, hooked: fixtures)
+    ADDRESS, EXT, both_paths, compiled_unless_a_test_says_otherwise, cpu_is_cuda, cupy_array, device, fwd_cupy,
+    fwd_torch, hooked, launcher, outcome)
+from tests.helpers.launch import FWD, B, K
 
 from layoutgen.runtime import driver, launch
 from layoutgen.runtime.launch import KernelLauncher
@@ -59,8 +59,8 @@ def test_a_plan_replaced_while_a_finalizer_launches_the_same_kernel_is_whole(tmp
 import pytest
 from tests.fake_device import fake_device
 from tests.launch_paths import current_device, replay
-from tests.test_launch_paths import dev_info, dev_reader, launcher
-from tests.test_launch_validation import Dev, FWD, fwd_args
+from tests.helpers.compiled import launcher
+from tests.helpers.launch import Dev, FWD, dev_info, dev_reader, fwd_args
 from layoutgen.runtime.readers import INFOS
 from layoutgen.runtime import fastpath, launch
 
@@ -205,7 +205,7 @@ def test_a_compiled_call_keeps_no_reference_to_what_it_read(device: dict[str, in
     import sys
 
     from tests.launch_paths import COMPILED
-    from tests.test_launch_validation import ProtocolStream, fwd_args
+    from tests.helpers.launch import ProtocolStream, fwd_args
 
     torch = cpu_is_cuda
     from tests.fake_device import Recorded

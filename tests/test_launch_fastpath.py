@@ -19,7 +19,7 @@ from layoutgen.runtime import launch
 from layoutgen.runtime.arrays import ArrayInfo, interface_info
 from layoutgen.runtime.launch import KernelLauncher, KernelSpec, LaunchError, LayoutSpec, ParamSpec
 from layoutgen.runtime.readers import INFOS
-from tests.test_launch_validation import FWD
+from tests.helpers.launch import FWD
 
 pytestmark = pytest.mark.usefixtures("launch_path")
 

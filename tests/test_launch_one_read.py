@@ -20,10 +20,9 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from tests.launch_paths import take_path
-from tests.test_launch_compiled import (compiled_unless_a_test_says_otherwise, cpu_is_cuda,  # noqa: F401
-                                        fwd_torch)
-from tests.test_launch_paths import EXT, dev_info, device, hooked, launcher, outcome  # noqa: F401  (fixtures)
-from tests.test_launch_validation import BASE, FWD, Dev, fwd_args, packed
+from tests.helpers.compiled import (  # noqa: F401  (compiled_unless_..., cpu_is_cuda, device, hooked: fixtures)
+    compiled_unless_a_test_says_otherwise, cpu_is_cuda, device, fwd_torch, hooked, launcher, outcome)
+from tests.helpers.launch import BASE, FWD, Dev, dev_info, fwd_args, packed
 
 from layoutgen.runtime import launch
 from layoutgen.runtime.readers import INFOS
@@ -257,7 +256,7 @@ def test_a_launch_without_cupy_says_which_extra_installs_it(monkeypatch: pytest.
 def test_a_programs_overlapping_buffers_are_named_with_both_spans(device: dict[str, int]) -> None:
     import generated.vsn as vsn
 
-    from tests.test_program_runner import LR, SHAPES, buffers
+    from tests.helpers.launch import LR, SHAPES, buffers
 
     gates = BASE + list(SHAPES).index("gates") * 0x100000
     got = outcome(lambda: vsn.vsn_step(**buffers(y=Dev((4, 8, 40), ptr=gates + 160)), lr=LR))

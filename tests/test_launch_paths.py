@@ -13,7 +13,7 @@ from __future__ import annotations
 import ctypes
 import runpy
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from contextlib import redirect_stdout
 from io import StringIO
 from types import SimpleNamespace
@@ -22,58 +22,23 @@ from typing import Any
 import numpy as np
 import pytest
 
-from tests.fake_device import Recorded, fake_device
+from tests.fake_device import fake_device
 from tests.launch_paths import COMPILED, launch_path, take_path  # noqa: F401  (the fixture)
+from tests.helpers.compiled import (EXT, WHY, compiled_unless_a_test_says_otherwise, device,  # noqa: F401  (fixtures)
+                                    hooked, launcher, outcome)
 
 from layoutgen.runtime import driver, fastpath, launch
-from layoutgen.runtime.launch import KernelLauncher, KernelSpec, LaunchError, LayoutSpec, ParamSpec, ScalarSpec
+from layoutgen.runtime.launch import KernelLauncher, KernelSpec, LayoutSpec, ParamSpec, ScalarSpec
 from layoutgen.runtime.paths import PYTHON_LAUNCH_ENV
 from layoutgen.runtime.plan import SharedArray
-from tests.test_launch_validation import BASE, FWD, B, Dev, K, fwd_args, packed
+from tests.helpers.launch import BASE, FWD, B, Dev, K, fwd_args, packed
 
-EXT, WHY = fastpath.extension()
 GATES = BASE + 0x300000
-
-
-@pytest.fixture(autouse=True)
-def compiled_unless_a_test_says_otherwise(monkeypatch: pytest.MonkeyPatch) -> None:
-    """These tests compare the two paths themselves: a forced Python path (``LAYOUTGEN_PYTHON_LAUNCH=1`` in
-    the environment of the whole run) is set by each where it means it."""
-    monkeypatch.setenv(PYTHON_LAUNCH_ENV, "0")
 
 
 def test_the_extension_is_built_here_and_imports() -> None:
     assert EXT is not None, WHY
     assert EXT.__name__ == "layoutgen.runtime._fastlaunch" and EXT.__file__.endswith(".so")
-
-
-# Moved to tests/helpers/launch.py; the names stay importable from here for modules not yet moved over.
-from tests.helpers.launch import dev_info, dev_reader  # noqa: E402, F401
-
-
-@pytest.fixture
-def device(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, int]]:
-    """A fake device 0 (``device["id"]`` changes the launch's); the fake arrays get a fast reader."""
-    current = {"id": 0}
-    monkeypatch.setattr(launch, "find_device", lambda: current["id"])
-    monkeypatch.setattr(launch, "device_arch", lambda d: "sm_90")
-    monkeypatch.setitem(launch._FAST_READERS, Dev, dev_reader)
-    fake_device(monkeypatch)
-    yield current
-
-
-def launcher(spec: KernelSpec, launched: list[tuple[Any, ...]]) -> KernelLauncher:
-    k = KernelLauncher(spec, FWD.folder, FWD.header)
-    k.function = lambda d, arch: Recorded(lambda *a: launched.append(a))  # type: ignore[method-assign]
-    return k
-
-
-def outcome(call: Callable[[], None]) -> tuple[str, str] | None:
-    try:
-        call()
-    except LaunchError as exc:
-        return exc.code, str(exc)
-    return None
 
 
 # (id, replacements of fwd_args, launch device): every refusal of test_launch_validation and the hot-path ones
@@ -107,20 +72,6 @@ REFUSALS: list[tuple[str, dict[str, Any], int]] = [
     ("LG614-gates-over-x", {"gates": Dev((B, K, 40), ptr=BASE)}, 0),
     *[(f"LG614-y-at-{o}", {"y": Dev((B, K, 40), ptr=GATES + o)}, 0) for o in (160, B * K * 160 - 16)],
 ]
-
-
-@pytest.fixture
-def hooked() -> Iterator[None]:
-    """The compiled path's cuLaunchKernel replaced by the replaying hook (tests.launch_paths)."""
-    from tests.launch_paths import HANDLES, current_device, replay
-
-    EXT.set_hook(replay, current_device)
-    COMPILED.clear()
-    HANDLES.clear()
-    yield
-    EXT.set_hook(None)
-    COMPILED.clear()
-    HANDLES.clear()
 
 
 @pytest.mark.parametrize(("code", "replace", "on"), [(i[:5], r, d) for i, r, d in REFUSALS],

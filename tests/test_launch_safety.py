@@ -20,7 +20,8 @@ import generated.vsn as vsn
 from layoutgen.runtime import driver, launch
 from layoutgen.runtime.launch import MAX_GRID_BLOCKS, KernelLauncher, KernelSpec, LaunchError, LayoutSpec, ParamSpec
 from layoutgen.runtime.program import ProgramGraph
-from tests.test_launch_validation import BASE, FWD, B, Dev, K, ProtocolStream, fwd_args, launcher_of
+from tests.helpers.launch import (BASE, FWD, B, Dev, K, ProtocolStream, fwd_args, launched,  # noqa: F401  (the fixture)
+                                  launcher_of)
 
 pytestmark = pytest.mark.usefixtures("launch_path")
 
@@ -38,10 +39,6 @@ def refused(code: str, call: Any) -> LaunchError:
         call()
     assert info.value.code == code, str(info.value)
     return info.value
-
-
-# Moved to tests/helpers/launch.py; the names stay importable from here for modules not yet moved over.
-from tests.helpers.launch import launched  # noqa: E402, F401  (the fixture)
 
 
 # item 5: memory shared with a written argument ---------------------------------------------------------
@@ -148,7 +145,7 @@ def test_an_empty_array_shares_no_memory() -> None:
 
 
 def test_a_program_refuses_buffers_that_overlap_in_part(launched: list[Any]) -> None:
-    from tests.test_program_runner import LR, SHAPES, buffers
+    from tests.helpers.launch import LR, SHAPES, buffers
 
     gates = list(SHAPES).index("gates")
     shifted = Dev((B, K, 40), ptr=BASE + gates * 0x100000 + 160)  # y starts one row into gates
@@ -277,7 +274,7 @@ def test_the_largest_grid_cuda_allows_is_launched(launched: list[Any]) -> None:
 
 
 def test_a_program_refuses_a_grid_past_the_limit_before_any_launch(launched: list[Any]) -> None:
-    from tests.test_program_runner import LR, SHAPES
+    from tests.helpers.launch import LR, SHAPES
 
     b, k = 2**26, 2**10  # snap_feature_assemble: a thread per 16-byte group of features, 10 a row
     shapes = {name: tuple({"B": b, "K": k}.get(str(d), d) for d in shape) for name, shape in SHAPES.items()}
@@ -342,7 +339,7 @@ def test_without_a_device_the_arguments_are_checked_first(no_device: None) -> No
 
 
 def test_a_program_without_a_device_checks_its_buffers_first(no_device: None) -> None:
-    from tests.test_program_runner import LR, buffers
+    from tests.helpers.launch import LR, buffers
 
     refused("LG601", lambda: vsn.vsn_step(**buffers(window=Dev((B, K, 40), ptr=BASE + 0x2000000)), lr=LR))
     err = refused("LG615", lambda: vsn.vsn_step(**buffers(), lr=LR))

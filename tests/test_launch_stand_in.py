@@ -25,8 +25,7 @@ from layoutgen.runtime import fastpath, launch
 from layoutgen.runtime.launch import KernelLauncher, LaunchError
 from tests.fake_device import Recorded, fake_device
 from tests.launch_paths import launch_path, take_path  # noqa: F401  (launch_path: the fixture of both paths)
-from tests.test_launch_paths import dev_reader
-from tests.test_launch_validation import B, K, Dev, fwd_args, launcher_of
+from tests.helpers.launch import B, K, Dev, dev_reader, fwd_args, launcher_of
 
 NAMES = ("x", "W", "b", "gates", "y")
 

@@ -22,15 +22,11 @@ import generated.vsn as vsn  # noqa: E402
 from layoutgen.runtime import driver  # noqa: E402
 from layoutgen.runtime.launch import LaunchError  # noqa: E402
 from layoutgen.runtime.typed import Array  # noqa: E402
-from tests.test_launch_validation import ProtocolStream  # noqa: E402
-from tests.test_launch_safety import launched  # noqa: E402,F401  (the fixture: launches recorded, none made)
+from tests.helpers.launch import ProtocolStream, launched  # noqa: E402,F401  (launched: the fixture)
+from tests.helpers.torch_fakes import OnDevice, on_device  # noqa: E402
 
 B, K = 4, 8
 WHO_Y = "`variable_selection_fwd.y` (Features, layout Features [B, K, 40] f32)"
-
-
-# Moved to tests/helpers/torch_fakes.py; the names stay importable from here for modules not yet moved over.
-from tests.helpers.torch_fakes import Device, OnDevice, on_device  # noqa: E402, F401
 
 
 def fwd_args(**replace: Any) -> dict[str, Any]:
@@ -139,8 +135,7 @@ def test_nothing_launched_bumps_nothing(launched: list[Any]) -> None:
 
 
 def test_a_program_follows_the_same_rules(launched: list[Any]) -> None:
-    from tests.test_launch_validation import runner_of
-    from tests.test_program_runner import LR, SHAPES
+    from tests.helpers.launch import LR, SHAPES, runner_of
 
     given = {name: on_device(*shape) for name, shape in SHAPES.items()}
     before = {name: t._version for name, t in given.items()}
@@ -156,7 +151,7 @@ def test_a_program_follows_the_same_rules(launched: list[Any]) -> None:
 
 
 def test_the_diagnostics_page_shows_what_the_launcher_says(launched: list[Any]) -> None:
-    from tests.test_docs import DIAGNOSTICS, blocks  # LG618's example: B, K = 256, 64, y a leaf requiring grad
+    from tests.helpers.docs import DIAGNOSTICS, blocks  # LG618's example: B, K = 256, 64, y a leaf requiring grad
 
     shown = [content for info, _, content in blocks(DIAGNOSTICS["LG618"]) if info == "text"]
     args = {"x": on_device(256, 64, 56), "W": on_device(40, 40), "b": on_device(40), "gates": on_device(256, 64, 40),
@@ -178,7 +173,7 @@ def test_a_launch_given_no_stream_follows_its_arrays_library(kinds: list[str], t
     """Any mix of arrays: a stream given is used as given; over no torch tensor, the current CuPy stream (None);
     over torch tensors alone (typed Arrays of them too), torch's current stream of the launch's device; over
     both, the one stream where the two libraries' current streams are one, else LG616 naming both."""
-    from tests.test_launch_validation import Dev
+    from tests.helpers.launch import Dev
 
     arrays = [on_device(2) if kind == "torch" else Array(on_device(2)) if kind == "typed torch" else Dev((2,))
               for kind in kinds]
@@ -214,7 +209,7 @@ def test_launchers_programs_and_replays_over_torch_tensors_given_no_stream_go_on
     from layoutgen.runtime import program
     from layoutgen.runtime.launch import KernelLauncher
     from tests.fake_device import TORCH_STREAM, Recorded
-    from tests.test_program_runner import LR, SHAPES
+    from tests.helpers.launch import LR, SHAPES
 
     streams: list[Any] = []
     monkeypatch.setattr(KernelLauncher, "function", lambda self, device, arch: Recorded(

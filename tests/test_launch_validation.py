@@ -24,12 +24,9 @@ from layoutgen.runtime import launch
 from layoutgen.runtime.launch import KernelLauncher, KernelSpec, LaunchError, LayoutSpec, ParamSpec
 from layoutgen.runtime.typed import Array, unwrap
 from layoutgen.schema.diagnostics import CODES, LayoutgenError
+from tests.helpers.launch import B, BASE, BWD, FWD, NAMES, K, Dev, ProtocolStream, fwd_args, launcher_of, packed
 
 pytestmark = pytest.mark.usefixtures("launch_path")
-
-# Moved to tests/helpers/launch.py; the names stay importable from here for modules not yet moved over.
-from tests.helpers.launch import (B, BASE, BWD, FWD, NAMES, K, Dev, ProtocolStream, fwd_args,  # noqa: F401, E402
-                                  launcher_of, packed, runner_of)
 
 
 def refused(code: str, launcher: KernelLauncher, arrays: tuple[Any, ...], param: str, device: int = 0) -> str:

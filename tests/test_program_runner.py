@@ -17,7 +17,7 @@ from tests.fake_device import Recorded, fake_device
 import generated.vsn as vsn
 from layoutgen.runtime import program as runtime_program
 from layoutgen.runtime.launch import KernelLauncher, LaunchError
-from tests.helpers.launch import BASE, LR, SHAPES, B, Dev, K, buffers  # noqa: F401  (SHAPES: re-exported, see test_test_layout)
+from tests.helpers.launch import BASE, LR, B, Dev, K, buffers
 
 LR_BITS = int.from_bytes(np.float32(LR).tobytes(), "little")  # the f32 `lr` as the launch passes it
 

@@ -85,29 +85,10 @@ def is_test_module(name: str) -> bool:
     return any(c.with_suffix(".py").is_file() or (c / "__init__.py").is_file() for c in candidates)
 
 
-#: Test modules that still import other test modules, each with why. Other work edited these files while the
-#: shared helpers moved (issue 32 item 7): what they import from test_launch_validation, test_program_runner,
-#: test_launch_safety, test_launch_torch, test_docs, test_cli and test_codegen now lives in tests/helpers/ and is
-#: re-exported where it was, so only their import lines are left to switch; test_launch_paths' and
-#: test_launch_compiled's fixtures (EXT, device, hooked, launcher, outcome, cpu_is_cuda, both_paths, ...) are
-#: still to move, into a tests/helpers/compiled.py. An entry whose file no longer imports a test module fails
-#: below, so the list only shrinks.
-PENDING = {
-    "tests/test_debug_build.py": "edited by other work this round; imports test_cli, test_codegen (re-exported)",
-    "tests/test_existing_kernels_launch.py": "new this round (raw-pointer kernels); imports test_launch_paths",
-    "tests/test_fastlaunch_reentrance.py": "edited by other work this round; imports test_launch_paths",
-    "tests/test_launch_compiled.py": "edited by other work this round; imports test_launch_paths",
-    "tests/test_launch_compiled_driver.py": "edited by other work this round; its child's script imports "
-                                            "test_launch_paths (re-exported), test_launch_validation (re-exported)",
-    "tests/test_launch_compiled_safety.py": "edited by other work this round; imports test_launch_compiled",
-    "tests/test_launch_fastpath.py": "edited by other work this round; imports test_launch_validation (re-exported)",
-    "tests/test_launch_one_read.py": "edited by other work this round; imports test_launch_compiled",
-    "tests/test_launch_paths.py": "edited by other work this round; imports test_launch_validation (re-exported)",
-    "tests/test_launch_safety.py": "edited by other work this round; imports test_launch_validation (re-exported)",
-    "tests/test_launch_stand_in.py": "edited by other work this round; imports test_launch_paths (re-exported)",
-    "tests/test_launch_torch.py": "edited by other work this round; imports test_launch_validation (re-exported)",
-    "tests/test_torch_cxx_reader.py": "edited by other work this round; imports test_launch_paths",
-}
+#: Test modules that still import other test modules, each with why (an entry whose file no longer imports a
+#: test module fails below, so the list only shrinks). Empty: what the test modules share lives in tests/helpers/
+#: (issue 32 item 7).
+PENDING: dict[str, str] = {}
 
 
 def test_no_test_module_imports_another_test_module() -> None:

@@ -2,7 +2,7 @@
 
 The compiled launch path reads ``torch.Tensor`` and ``torch.nn.Parameter`` objects through it where it
 builds; every launch-validation test of torch tensors runs with it and without it
-(``tests/test_launch_compiled.py``'s ``cpu_is_cuda``). Here: it reads any tensor as the exchange API does,
+(``tests/helpers/compiled.py``'s ``cpu_is_cuda``). Here: it reads any tensor as the exchange API does,
 its calls answer as torch's do, and where it cannot be built the compiled path says why and reads as before.
 """
 
@@ -16,7 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.test_launch_paths import EXT
+from tests.helpers.compiled import EXT  # the test build of the extension, installed on import
 
 from layoutgen.runtime import torch_cxx_reader
 from layoutgen.runtime.fastpath import use_torch

@@ -10,6 +10,7 @@
 ``strategies``  hypothesis strategies of layouts
 ``grids``       the grid kinds' example spec and a device that records what each launch would start
 ``launch``      fake device arrays, the generated VSN launchers and program buffers, launches recorded
+``compiled``    the compiled launch path beside the Python path: a fake device, launches replayed, CuPy/torch arrays
 ``torch_fakes`` CPU tensors read as CUDA ones, launches recorded and none made
 ``gpu_program`` the VSN training step's data on a GPU (tests/gpu)
 ``debug_fault`` a debug build's fault record, built from the runtime's description of its words
