@@ -480,7 +480,10 @@ def mutate(draw: st.DrawFn, spec: Spec, kind: str) -> tuple[str, set[str]]:
     if kind == "bad_shape":  # a field (or one more, among the others) with a shape of its own that cannot be
         shape, code = draw(st.sampled_from(BAD_SHAPES))
         fields_ = [n for n in nodes if n.kind == "field"]
-        if fields_ and draw(st.booleans()):
+        # A row of fields all counted in one symbol is a valid symbolic row (`q: [2, D]` alone): a symbolic shape
+        # is a mistake only beside columns counted in numbers, so it replaces a field only where others remain.
+        symbolic = isinstance(shape, list) and any(isinstance(s, (str, Dim)) for s in shape)
+        if fields_ and (not symbolic or len(nodes) > 1) and draw(st.booleans()):
             node = draw(st.sampled_from(fields_))
             node.mode, node.override = "width", {"shape": shape, "width": None}
         else:
