@@ -4,7 +4,7 @@ For random layouts (flat and sub-array fields, static and symbolic leading
 dims, a named axis or none) and a random view of each, a kernel is generated
 that writes every element of the view through its accessor, `x(i0, ..., j0,
 ..., c)`, with the element's index in the view's own row-major order. The
-kernel is compiled for the host (tests/host/cuda_shim.h) and run; numpy's
+kernel is compiled for the host (layoutgen's lg/host/runtime.h) and run; numpy's
 `view.of(array)` must then read 0, 1, 2, ... and every other element of the
 array must keep its poison.
 """

@@ -2,7 +2,7 @@
 
 The GPU tests (tests/gpu/test_qkv_gpu.py) run them on an H200; here the very
 same generated sources are compiled with the host C++ compiler, CUDA's
-built-ins emulated (tests/host/cuda_shim.h: one function call per thread), so
+built-ins from the shipped lg/host/runtime.h (one function call per thread), so
 that every index the accessors compute (q(b, s, h, d) with D bound at launch,
 the k/v offsets 32*D and 40*D, the cache rows) is checked on a machine
 without a GPU. Outputs are poisoned first; inputs are fresh random data.

@@ -132,7 +132,7 @@ def test_a_tile_of_a_field_counted_in_a_symbol_is_lg219_at_check_time() -> None:
         "each: a tile's width must be a number")]
 
 
-# -- run on the host, a block's threads as host threads (tests/host/cuda_block_shim.h) --------------------
+# -- run on the host, a block's threads as host threads (lg/host/runtime.h) -----------------------------
 
 @pytest.fixture(scope="module")
 def host_tiles(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:

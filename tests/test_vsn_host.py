@@ -4,7 +4,7 @@
 tiles of 32 rows of its own, through tiles scoped to the warp (a ring of three for the forward's x), and
 computes with the 3xTF32 mma.sync of examples/vsn/include/vsn_tf32.cuh; the backward's warps add their sums
 in shared memory after the loop, behind a barrier, and each block adds them to grad_W and grad_b once.
-tests/host/cuda_block_shim.h runs each block's threads as host threads with real barriers (a block's, a
+layoutgen's lg/host/runtime.h runs each block's threads as host threads with real barriers (a block's, a
 warp's) and emulates the warp's mma, so the very same generated sources run here: on tails of 1 and of 31
 rows, on a single tile, and on 1 to 3 persistent blocks whose warps loop over many tiles (every stage of the
 ring used). They are compared with the float64 references and, bit for bit, with the same kernels written by
@@ -106,7 +106,7 @@ def test_the_backward_on_tensor_cores_matches_float64_and_the_kernel_by_hand(
 
 # -- the simple kernels: Grid.vectors, 16-byte groups (issue 33) -------------------------------------------------
 
-from tests.helpers.host import host_kernel  # noqa: E402  (the simple kernels' shim: a call per thread)
+from tests.helpers.host import host_kernel  # noqa: E402  (the simple kernels: a call per thread)
 
 # name -> (the generated kernel, its C++ parameter list, the arguments passed on)
 SIMPLE = {

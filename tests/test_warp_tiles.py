@@ -275,7 +275,7 @@ def test_the_vsn_kernels_keep_their_barrier_after_the_loop() -> None:
     assert [d for d in check_spec(loaded.spec) if d.code in ("LG406", "LG407")] == []
 
 
-# -- run on the host, a block's threads as host threads (tests/host/cuda_block_shim.h) --------------------------
+# -- run on the host, a block's threads as host threads (lg/host/runtime.h) -------------------------------------
 
 
 @pytest.fixture(scope="module")

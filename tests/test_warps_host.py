@@ -1,7 +1,7 @@
 """A warp per row, run on the host: the layer norm of tests/specs/warps against float64.
 
 `Grid.warps("x", rows_per_warp=2, block=128)` gives each warp two rows of `Window.snap`; a warp past
-the last row returns whole before the body. tests/host/cuda_block_shim.h runs each block's threads as
+the last row returns whole before the body. The shipped lg/host/runtime.h runs each block's threads as
 host threads, with a barrier per warp for `__syncwarp()` and `__shfl_xor_sync()`, so the generated
 kernel runs here on tails of every size: rows that fill no block, one warp, and a last warp of one row.
 """

@@ -15,12 +15,12 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from ..declare.kernels import Binding
 from ..schema.diagnostics import Diagnostic, Site
+from .text_offsets import closing, line_at, line_starts
 from .tile_loops import statement_end
 
 _BARRIER = re.compile(r"(?<![\w.:>])__syncthreads\s*\(")
@@ -44,13 +44,11 @@ def divergent_barriers(codes: tuple[str, ...], thread_names: frozenset[str]) -> 
     """The barriers of a body (code lines, as :func:`.cxx.scan` gives them) inside, or after an early return
     from, a branch or loop whose condition depends on ``thread_names`` (the thread's own indices)."""
     text = "\n".join(codes)
-    starts = [0]
-    for line in codes:
-        starts.append(starts[-1] + len(line) + 1)
+    starts = line_starts(codes)
     own = _thread_values(text, thread_names)
     ranges: list[tuple[int, int, str]] = []  # (start, end, condition) of each branch the thread decides
     for m in _CONTROL.finditer(text):
-        close = _paren_end(text, m.end() - 1)
+        close = closing(text, m.end() - 1)
         condition = text[m.end() : close].strip()
         if not any(re.search(rf"\b{re.escape(name)}\b", condition) for name in own):
             continue
@@ -62,7 +60,7 @@ def divergent_barriers(codes: tuple[str, ...], thread_names: frozenset[str]) -> 
     out: list[Divergent] = []
     for barrier in _BARRIER.finditer(text):
         at = barrier.start()
-        number = _line(starts, at)
+        number = line_at(starts, at)
         inside = next((c for s, e, c in ranges if s <= at <= e), None)
         if inside is not None:
             out.append(Divergent(number, inside, returns=False))
@@ -103,29 +101,6 @@ def _thread_values(text: str, names: frozenset[str]) -> frozenset[str]:
                 own.add(name)
                 grew = True
     return frozenset(own)
-
-
-def _paren_end(text: str, at: int) -> int:
-    depth = 0
-    for n in range(at, len(text)):
-        if text[n] == "(":
-            depth += 1
-        elif text[n] == ")":
-            depth -= 1
-            if depth == 0:
-                return n
-    return len(text) - 1
-
-
-def _line(starts: Sequence[int], at: int) -> int:
-    lo, hi = 0, len(starts) - 1
-    while lo < hi - 1:
-        mid = (lo + hi) // 2
-        if starts[mid] <= at:
-            lo = mid
-        else:
-            hi = mid
-    return lo
 
 
 def early_barrier(binding: Binding, template: Path, line: int, early: str) -> Diagnostic:

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from .cxx import Group, Node, Token, split_at, tokens, tree
+from .text_offsets import closing, line_at, line_starts
 
 _FUNCTION = re.compile(r"(?<![\w.>:])([A-Za-z_]\w*)\s*\(([^(){};]*)\)\s*(?:const\s*)?\{")
 _CONTROL = frozenset({"if", "for", "while", "switch", "catch", "return", "sizeof", "decltype", "defined"})
@@ -52,9 +53,7 @@ def find_functions(lines: Sequence[str]) -> list[Function]:
     """The functions ``lines`` define (``T name(params) {`` to its closing brace) and their macros with
     parameters (one line each)."""
     text = "\n".join(lines)
-    starts = [0]
-    for line in lines:
-        starts.append(starts[-1] + len(line) + 1)
+    starts = line_starts(lines)
     out: list[Function] = []
     for m in _FUNCTION.finditer(text):
         name = m.group(1)
@@ -70,8 +69,8 @@ def find_functions(lines: Sequence[str]) -> list[Function]:
                 params = []
                 break
             params.append((words[-1], part.strip()))
-        close = _match_brace(text, m.end() - 1)
-        line_of = functools.partial(_line_of, starts)
+        close = closing(text, m.end() - 1, "{}")
+        line_of = functools.partial(line_at, starts)
         out.append(Function(name, tuple(params), line_of(m.start()), line_of(m.end() - 1),
                              m.end() - starts[line_of(m.end() - 1)], line_of(close)))
     for k, line in enumerate(lines):  # `#define ROW(p, r) ((p) + (r) * 96)`: read at each use, as a helper
@@ -80,29 +79,6 @@ def find_functions(lines: Sequence[str]) -> list[Function]:
             names = tuple((p.strip(), p.strip()) for p in macro.group(2).split(",") if p.strip().isidentifier())
             out.append(Function(macro.group(1), names, k, k, macro.end(2) + 1, k))
     return out
-
-
-def _line_of(starts: list[int], at: int) -> int:
-    lo, hi = 0, len(starts) - 1
-    while lo < hi - 1:
-        mid = (lo + hi) // 2
-        if starts[mid] <= at:
-            lo = mid
-        else:
-            hi = mid
-    return lo
-
-
-def _match_brace(text: str, at: int) -> int:
-    depth = 0
-    for n in range(at, len(text)):
-        if text[n] == "{":
-            depth += 1
-        elif text[n] == "}":
-            depth -= 1
-            if depth == 0:
-                return n
-    return len(text) - 1
 
 
 def replace_names(line: str, names: dict[str, str]) -> str:

@@ -4,7 +4,7 @@
 ``docs``        the documentation pages read as data: sections by code, fenced blocks
 ``golden``      repository specs rendered as ``layoutgen generate`` renders them; golden files compared
 ``rendering``   spec objects rendered into a temporary folder; a generated module imported; NVRTC compiles
-``host``        generated kernels built for the CPU with the C++ compiler (tests/host's CUDA shims)
+``host``        generated kernels built for the CPU with the C++ compiler (layoutgen's lg/host/runtime.h)
 ``aot``         the ahead-of-time example project and its launchers
 ``diagram``     ink boxes of the text of a rendered SVG diagram
 ``strategies``  hypothesis strategies of layouts

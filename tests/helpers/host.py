@@ -1,9 +1,12 @@
-"""Generated kernels built for the CPU with the host C++ compiler, CUDA's built-ins emulated by tests/host/.
+"""Generated kernels built for the CPU with the host C++ compiler, against the host runtime layoutgen ships.
 
-Two shims: ``cuda_shim.h`` runs one function call per thread (:func:`host_kernel`), enough for kernels without
-barriers; ``cuda_block_shim.h`` runs each block's threads as host threads with real barriers and emulates the
-warp's collectives (:func:`cooperative`). Either way the very same generated sources run here, so every index
-their accessors compute is checked on a machine without a GPU.
+Both builders include ``lg/host/runtime.h``, the runtime of ``layoutgen check --execute`` (CUDA's built-ins,
+each block's threads as host threads with barriers that know which threads have returned, the warp's
+collectives and mma emulated), so the tests exercise the very runtime users get. :func:`host_kernel` calls the
+kernel function once per thread, one after another, in the calling thread: cheap for the many threads of a
+kernel without barriers. :func:`cooperative` runs each block's threads as host threads (``lg_host::run``).
+Either way the very same generated sources run here, so every index their accessors compute is checked on a
+machine without a GPU.
 """
 
 from __future__ import annotations
@@ -18,25 +21,53 @@ from typing import Any
 import numpy as np
 import pytest
 
+from layoutgen.project.execute_harness import CUDA_STAND_INS, INCLUDE_ROOT
+
 REPO = Path(__file__).resolve().parents[2]
 COMPILER = shutil.which("g++") or shutil.which("c++")
-#: layoutgen's device library (`#include <lg/lg.cuh>` in every generated views header).
-LIBRARY = REPO / "layoutgen" / "include"
+#: layoutgen's device library (`#include <lg/lg.cuh>` in every generated views header) and its host runtime.
+LIBRARY = INCLUDE_ROOT
 #: Marks a module or test that builds kernels for the host.
 needs_compiler = pytest.mark.skipif(COMPILER is None, reason="no host C++ compiler (g++) here")
+
+#: What every test program starts with: the shipped runtime, and the one thing it leaves to its includer. The
+#: runtime reports a barrier some threads never reach (or two barriers reached at once) through
+#: lg_host_violation, which `check --execute` takes from lg/host/sanitizer.h; that header needs AddressSanitizer,
+#: which these builds do not use, so a violation here says what it was and aborts (the old shims hung instead).
+PRELUDE = (
+    '#include "lg/host/runtime.h"\n'
+    "[[noreturn]] void lg_host_violation(const char* kind, const char* what, const void*) {\n"
+    '    std::fprintf(stderr, "lg_host_violation: %s at %s, block %u thread %u\\n", kind, what, blockIdx.x,\n'
+    "                 threadIdx.x);\n"
+    "    std::abort();\n"
+    "}\n"
+)
+
+
+def _build(source: Path, library: Path, standard: str, includes: tuple[Path, ...], *extra: str) -> Any:
+    """``source`` built into the shared library ``library`` with warnings as errors; its ``host_launch``."""
+    run = subprocess.run(
+        [str(COMPILER), f"-std={standard}", "-shared", "-fPIC", "-Wall", "-Werror", "-Wno-unused-variable",
+         "-Wno-unknown-pragmas", *extra, *(f"-I{folder}" for folder in includes), "-I", str(CUDA_STAND_INS),
+         "-I", str(LIBRARY), str(source), "-o", str(library)],
+        capture_output=True, text=True, timeout=300,
+    )
+    assert run.returncode == 0, run.stderr
+    return ctypes.CDLL(str(library)).host_launch
 
 
 def host_kernel(kernel: str, tmp: Path, folder: Path, signature: tuple[str, str, str]) -> Any:
     """``folder/<function>.cu`` compiled for the host: ``fn(*pointers, *sizes, threads, block)``. ``signature``
     is (the generated kernel's name, its C++ parameter list, the arguments passed on); ``kernel`` names the
-    files built in ``tmp``."""
+    files built in ``tmp``. The kernel must not meet a barrier: its threads run one after another."""
     function, params, args = signature
     source = tmp / f"{kernel}_host.cpp"
     source.write_text(
-        '#include "cuda_shim.h"\n'
-        f'#include "{function}.cu"\n'
+        PRELUDE
+        + f'#include "{function}.cu"\n'
         f'extern "C" void host_launch({params}, long long threads, int block) {{\n'
         "    blockDim.x = block;\n"
+        "    gridDim.x = static_cast<unsigned>((threads + block - 1) / block);\n"
         "    for (long long t = 0; t < threads; ++t) {\n"
         "        blockIdx.x = static_cast<unsigned>(t / block);\n"
         "        threadIdx.x = static_cast<unsigned>(t % block);\n"
@@ -45,15 +76,7 @@ def host_kernel(kernel: str, tmp: Path, folder: Path, signature: tuple[str, str,
         "}\n",
         encoding="utf-8",
     )
-    library = tmp / f"{kernel}.so"
-    run = subprocess.run(
-        [str(COMPILER), "-std=c++17", "-O1", "-shared", "-fPIC", "-Wall", "-Werror", "-Wno-unused-variable",
-         "-Wno-unknown-pragmas", "-I", str(folder), "-I", str(REPO / "tests" / "host"), "-I", str(LIBRARY), str(source), "-o",
-         str(library)],
-        capture_output=True, text=True,
-    )
-    assert run.returncode == 0, run.stderr
-    return ctypes.CDLL(str(library)).host_launch
+    return _build(source, tmp / f"{kernel}.so", "c++17", (folder,), "-O1")
 
 
 def _ptr(a: np.ndarray[Any, Any]) -> ctypes.c_void_p:
@@ -80,25 +103,17 @@ def cooperative(tmp: Path, source: Path, function: str, params: str, shared: str
                 include: tuple[Path, ...] = ()) -> Any:
     """``source``'s kernel ``function`` built for the host: ``fn(*pointers, B, K, grid, block)``.
 
-    ``shared`` names the kernel's dynamic shared buffer where it is not ``lg_shared`` (the shim's);
+    ``shared`` names the kernel's dynamic shared buffer where it is not ``lg_shared`` (the runtime's);
     ``include`` are further header folders (a project's ``[tool.layoutgen] include``)."""
     args = ", ".join(p.rsplit(" ", 1)[-1].lstrip("*") for p in params.split(", "))
     harness = tmp / f"{function}_host.cpp"
     harness.write_text(
-        '#include "cuda_block_shim.h"\n'
+        PRELUDE
         + (f"alignas(16) unsigned char {shared}[256 * 1024];\n" if shared else "")
         + f'#include "{source.name}"\n'
         f'extern "C" void host_launch({params}, int grid, int block) {{\n'
-        f"    lg_host_run(grid, block, [&] {{ {function}({args}); }});\n"
+        f"    lg_host::run(grid, block, [&] {{ {function}({args}); }}, [](unsigned) {{}});\n"
         "}\n",
         encoding="utf-8",
     )
-    library = tmp / f"{function}.so"
-    run = subprocess.run(
-        [str(COMPILER), "-std=c++20", "-O2", "-shared", "-fPIC", "-pthread", "-Wall", "-Werror",
-         "-Wno-unused-variable", "-Wno-unknown-pragmas", "-I", str(source.parent), "-I", str(REPO / "tests" / "host"),
-         *(f"-I{folder}" for folder in include), "-I", str(LIBRARY), str(harness), "-o", str(library)],
-        capture_output=True, text=True, timeout=300,
-    )
-    assert run.returncode == 0, run.stderr
-    return ctypes.CDLL(str(library)).host_launch
+    return _build(harness, tmp / f"{function}.so", "c++20", (source.parent, *include), "-O2", "-pthread")

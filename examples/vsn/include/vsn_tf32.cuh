@@ -9,7 +9,7 @@
 //   A 16x8 (row major):    a0 = A[g][t], a1 = A[g+8][t], a2 = A[g][t+4], a3 = A[g+8][t+4]
 //   B 8x8 (column major):  b0 = B[t][g], b1 = B[t+4][g]
 //   C 16x8:                c0 = C[g][2t], c1 = C[g][2t+1], c2 = C[g+8][2t], c3 = C[g+8][2t+1]
-// On the host (tests/host/cuda_block_shim.h, no __CUDA_ARCH__) the mma is the shim's emulation of the same
+// On the host (layoutgen/include/lg/host/runtime.h, no __CUDA_ARCH__) the mma is the runtime's emulation of the same
 // fragments, host_mma_m16n8k8_tf32; rounding to TF32 is plain C++ there.
 #pragma once
 

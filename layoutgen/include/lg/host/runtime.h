@@ -88,17 +88,21 @@ inline void reset_shared_statics() {
 namespace lg_host {
 // One barrier of a block: the block's (every thread) or a warp's (its lanes). `site` is where its first
 // thread arrived: a thread arriving at another call of __syncthreads() meanwhile is a divergent barrier.
+// Each barrier has its own lock and wakes only its own threads (a warp's barrier met wakes 32 lanes, not the
+// whole block), and a waiting thread first yields a while before it sleeps: with more threads than cores the
+// others arrive in that while. One lock and one sleep for all made the warp-heavy kernels' runs ten times slower.
 struct Barrier {
-    int expected = 0, arrived = 0, exited = 0;
-    unsigned long long generation = 0;
-    const void* site = nullptr;
-};
-struct BlockState {
     std::mutex mutex;
     std::condition_variable moved;
+    int expected = 0, arrived = 0, exited = 0;
+    std::atomic<unsigned long long> generation{0};
+    const void* site = nullptr;
+};
+inline constexpr int yields_before_sleep = 64;
+struct BlockState {
+    explicit BlockState(unsigned warps) : warps(warps) {}
     Barrier block;
-    std::vector<Barrier> warps;
-    int alive = 0;
+    std::vector<Barrier> warps;  // made at their final size: a barrier cannot move
 };
 inline BlockState* state = nullptr;
 
@@ -108,30 +112,36 @@ inline BlockState* state = nullptr;
 }
 
 inline void arrive(Barrier& b, const char* name, const void* pc) {
-    std::unique_lock<std::mutex> lock(state->mutex);
+    std::unique_lock<std::mutex> lock(b.mutex);
     if (b.exited) violation(lock, "barrier", name, pc);  // a thread this barrier waits for has returned
     if (b.arrived == 0)
         b.site = pc;
     else if (b.site != pc)
         violation(lock, "divergent", name, pc);
+    const unsigned long long generation = b.generation.load(std::memory_order_relaxed);
     if (++b.arrived == b.expected) {
         b.arrived = 0;
-        ++b.generation;
-        state->moved.notify_all();
+        b.generation.store(generation + 1, std::memory_order_release);  // what every thread wrote before, seen after
+        b.moved.notify_all();
         return;
     }
-    const unsigned long long generation = b.generation;
-    state->moved.wait(lock, [&] { return b.generation != generation; });
+    lock.unlock();
+    for (int i = 0; i < yields_before_sleep; ++i) {
+        if (b.generation.load(std::memory_order_acquire) != generation) return;
+        std::this_thread::yield();
+    }
+    lock.lock();
+    b.moved.wait(lock, [&] { return b.generation.load(std::memory_order_acquire) != generation; });
 }
 
 // A thread returned from the kernel: any barrier of its block or warp that waits for it now never completes.
 inline void exited(unsigned t) {
-    std::unique_lock<std::mutex> lock(state->mutex);
-    Barrier& warp = state->warps[t / 32];
-    ++state->block.exited;
-    ++warp.exited;
-    if (state->block.arrived) violation(lock, "barrier-exit", "__syncthreads()", state->block.site);
-    if (warp.arrived) violation(lock, "barrier-exit", "__syncwarp()", warp.site);
+    for (auto [b, name] : {std::pair<Barrier*, const char*>{&state->block, "__syncthreads()"},
+                           std::pair<Barrier*, const char*>{&state->warps[t / 32], "__syncwarp()"}}) {
+        std::unique_lock<std::mutex> lock(b->mutex);
+        ++b->exited;
+        if (b->arrived) violation(lock, "barrier-exit", name, b->site);
+    }
 }
 
 // What each thread offers a shuffle or a vote: 8 bytes a thread.
@@ -343,14 +353,10 @@ void run(unsigned grid, unsigned block, Kernel kernel, Before before_block) {
         blockIdx.x = b;
         before_block(b);
         reset_shared_statics();
-        BlockState s;
+        BlockState s((block + 31) / 32);
         s.block.expected = static_cast<int>(block);
-        s.alive = static_cast<int>(block);
-        for (unsigned w = 0; w < (block + 31) / 32; ++w) {
-            Barrier warp;
-            warp.expected = static_cast<int>(block - w * 32 < 32 ? block - w * 32 : 32);
-            s.warps.push_back(warp);
-        }
+        for (unsigned w = 0; w < s.warps.size(); ++w)
+            s.warps[w].expected = static_cast<int>(block - w * 32 < 32 ? block - w * 32 : 32);
         state = &s;
         std::vector<std::thread> threads;
         threads.reserve(block);
