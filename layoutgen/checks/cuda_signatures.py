@@ -17,6 +17,7 @@ import re
 from dataclasses import dataclass
 
 from .cxx import scan
+from .text_offsets import closing, line_at, line_starts, split_params
 
 # `extern "C"` is replaced by this mark (padded to its length) before the literals are blanked, so that the
 # blanked text still says which functions have C linkage.
@@ -119,43 +120,6 @@ def _code_lines(text: str) -> list[str]:
     return out
 
 
-def _match(code: str, start: int, opener: str, closer: str) -> int:
-    """The index of the bracket closing the one at ``start``, or -1."""
-    depth = 0
-    for i in range(start, len(code)):
-        if code[i] == opener:
-            depth += 1
-        elif code[i] == closer:
-            depth -= 1
-            if depth == 0:
-                return i
-    return -1
-
-
-def _split_params(text: str) -> list[tuple[str, int]]:
-    """The parameters' texts (split at top-level commas) and each one's offset in ``text``."""
-    parts: list[tuple[str, int]] = []
-    depth, start = 0, 0
-    i = 0
-    while i < len(text):
-        two = text[i : i + 2]
-        if two in ("<<", ">>"):
-            i += 2
-            continue
-        ch = text[i]
-        if ch in "([{<":
-            depth += 1
-        elif ch in ")]}>":
-            depth -= 1
-        elif ch == "," and depth == 0:
-            parts.append((text[start:i], start))
-            start = i + 1
-        i += 1
-    if text[start:].strip():
-        parts.append((text[start:], start))
-    return parts
-
-
 def _param(text: str, line: int) -> GlobalParam:
     declared, _, default = text.partition("=")
     declared = re.sub(r"\b__attribute__\s*\(\(.*?\)\)", " ", declared)
@@ -180,11 +144,11 @@ def _scopes(code: str) -> tuple[list[tuple[int, int, str]], list[tuple[int, int]
     spaces = []
     for m in _NAMESPACE.finditer(code):
         brace = m.end() - 1
-        spaces.append((brace, _match(code, brace, "{", "}"), re.sub(r"\s+", "", m.group(1))))
+        spaces.append((brace, closing(code, brace, "{}", missing=-1), re.sub(r"\s+", "", m.group(1))))
     blocks = []
     for m in re.finditer(re.escape(_MARK) + r"\s*\{", code):
         brace = m.end() - 1
-        blocks.append((brace, _match(code, brace, "{", "}")))
+        blocks.append((brace, closing(code, brace, "{}", missing=-1)))
     return spaces, blocks
 
 
@@ -193,19 +157,10 @@ def read_kernels(text: str) -> tuple[GlobalKernel, ...]:
     definition follows is given once, as the definition."""
     lines = _code_lines(text)
     code = "\n".join(lines)
-    starts = [0]
-    for line in lines:
-        starts.append(starts[-1] + len(line) + 1)
+    starts = line_starts(lines)
 
     def line_of(index: int) -> int:
-        lo, hi = 0, len(starts) - 1
-        while lo < hi - 1:
-            mid = (lo + hi) // 2
-            if starts[mid] <= index:
-                lo = mid
-            else:
-                hi = mid
-        return lo + 1
+        return line_at(starts, index) + 1  # 1-based
 
     spaces, blocks = _scopes(code)
     found: dict[str, GlobalKernel] = {}
@@ -224,7 +179,7 @@ def read_kernels(text: str) -> tuple[GlobalKernel, ...]:
                 after = head[word.end() :].lstrip()
                 if after.startswith("(") and word.group(0) in ("__launch_bounds__", "__attribute__",
                                                                  "__maxnreg__", "__cluster_dims__"):
-                    close = _match(head, head.index("(", word.end()), "(", ")")
+                    close = closing(head, head.index("(", word.end()), "()", missing=-1)
                     i = close + 1 if close > 0 else len(head)
                     continue
                 name, name_at = word.group(0), m.end() + word.start()
@@ -239,13 +194,13 @@ def read_kernels(text: str) -> tuple[GlobalKernel, ...]:
         if not name or i >= len(head):
             continue
         open_at = m.end() + i
-        close = _match(code, open_at, "(", ")")
+        close = closing(code, open_at, "()", missing=-1)
         if close < 0:
             continue
         rest = code[close + 1 :].lstrip()
         params_text = code[open_at + 1 : close]
         params = tuple(_param(p, line_of(open_at + 1 + offset + len(p) - len(p.lstrip())))
-                       for p, offset in _split_params(params_text)
+                       for p, offset in split_params(params_text, shifts=True)
                        if p.strip() and p.strip() != "void")
         before = code[: m.start()].rstrip()
         extern_c = before.endswith(_MARK) or any(s < m.start() < e for s, e in blocks)

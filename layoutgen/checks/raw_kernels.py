@@ -39,6 +39,7 @@ from .cxx import scan, tokens
 from .existing_kernels import check_signature, find_kernel
 from .flow import _assigned, read_body
 from .indexing import FACTOR, POINTER, SUBSCRIPT, UNIT_BYTES, Base, IndexLiteral, index_literals
+from .text_offsets import closing, line_at, line_starts
 
 # Preprocessor lines whose numbers are not index math: `#pragma unroll 4` (as the template lint reads them).
 _DIRECTIVE = re.compile(r"\s*#\s*(pragma|include|line|error|warning)\b")
@@ -62,37 +63,20 @@ def definition_span(code: Sequence[str], kernel: GlobalKernel) -> tuple[int, int
     """(the line of the name, the line and column of the body's ``{``, the line of its ``}``), 0-based, of
     ``kernel``'s definition in ``code`` (comments and literals blanked); None where it cannot be found."""
     text = "\n".join(code)
-    starts = [0]
-    for line in code:
-        starts.append(starts[-1] + len(line) + 1)
+    starts = line_starts(code)
     if not 0 < kernel.line <= len(code):
         return None
     name = re.compile(rf"(?<![\w]){re.escape(kernel.name)}\s*\(")
     m = name.search(text, starts[kernel.line - 1])
-    close = _match(text, m.end() - 1, "(", ")") if m else -1
+    close = closing(text, m.end() - 1, "()", missing=-1) if m else -1
     if m is None or close < 0:
         return None
     brace = close + 1 + len(text[close + 1 :]) - len(text[close + 1 :].lstrip())
-    end = _match(text, brace, "{", "}") if text[brace : brace + 1] == "{" else -1
+    end = closing(text, brace, "{}", missing=-1) if text[brace : brace + 1] == "{" else -1
     if end < 0:
         return None
-
-    def line_of(index: int) -> int:
-        return text.count("\n", 0, index)
-
-    return kernel.line - 1, line_of(brace), brace - starts[line_of(brace)], line_of(end)
-
-
-def _match(text: str, start: int, opener: str, closer: str) -> int:
-    depth = 0
-    for i in range(start, len(text)):
-        if text[i] == opener:
-            depth += 1
-        elif text[i] == closer:
-            depth -= 1
-            if depth == 0:
-                return i
-    return -1
+    line = line_at(starts, brace)
+    return kernel.line - 1, line, brace - starts[line], line_at(starts, end)
 
 
 def raw_pointers(binding: Binding, found: GlobalKernel) -> dict[str, RawPointer]:

@@ -10,8 +10,9 @@ over ``tiles`` to the end of its statement: its braces' match, or the ``;`` that
 from __future__ import annotations
 
 import re
-from bisect import bisect_right
 from collections.abc import Sequence
+
+from .text_offsets import line_at, line_starts
 
 # `for (const lg::Tile t : tiles)`, `for (auto t : tiles)`: a range-for over the grid's `tiles`.
 _TILE_LOOP = re.compile(r"\bfor\s*\(\s*[^;()]*?[^:]:\s*tiles\s*\)")
@@ -20,14 +21,11 @@ _TILE_LOOP = re.compile(r"\bfor\s*\(\s*[^;()]*?[^:]:\s*tiles\s*\)")
 def lines_in_tile_loops(codes: Sequence[str]) -> frozenset[int]:
     """The indices of ``codes`` (one string a line) that are part of a range-for over ``tiles``, header included."""
     text = "\n".join(codes)
-    starts = [0]
-    for line in codes:
-        starts.append(starts[-1] + len(line) + 1)
+    starts = line_starts(codes)
     inside: set[int] = set()
     for loop in _TILE_LOOP.finditer(text):
         end = statement_end(text, loop.end())
-        first, last = bisect_right(starts, loop.start()) - 1, bisect_right(starts, end) - 1  # their lines
-        inside.update(range(first, last + 1))
+        inside.update(range(line_at(starts, loop.start()), line_at(starts, end) + 1))
     return frozenset(inside)
 
 

@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from ..checks.cxx import scan
+from ..checks.text_offsets import closing, split_params
 from ..declare.kernels import Binding, Param
 from ..declare.source_kernels import SourceKernel
 from ..schema.diagnostics import Diagnostic, Site
@@ -44,38 +45,15 @@ class Entry:
     params: tuple[EntryParam, ...]
 
 
-def _closing(text: str, start: int) -> int:
-    """The index of the bracket closing the one at ``start`` (``(``), or -1."""
-    depth = 0
-    for i in range(start, len(text)):
-        if text[i] == "(":
-            depth += 1
-        elif text[i] == ")":
-            depth -= 1
-            if depth == 0:
-                return i
-    return -1
-
-
 _NAME_AT_END = re.compile(r"(?<=[\s*&>])([A-Za-z_]\w*)\s*$")
 _TYPE_WORDS = frozenset("int float double char bool long short unsigned signed const volatile void".split())
 
 
-def _split_params(text: str, offset: int, whole: str) -> tuple[EntryParam, ...]:
-    """The parameters between the parentheses: split at commas outside ``<>``, ``()``, ``[]`` and ``{}``."""
-    parts: list[tuple[str, int]] = []
-    depth, begin = 0, 0
-    for i, ch in enumerate(text):
-        if ch in "<([{":
-            depth += 1
-        elif ch in ">)]}":
-            depth -= 1
-        elif ch == "," and depth == 0:
-            parts.append((text[begin:i], begin))
-            begin = i + 1
-    parts.append((text[begin:], begin))
+def _entry_params(text: str, offset: int, whole: str) -> tuple[EntryParam, ...]:
+    """The parameters between the parentheses: split at commas outside ``<>``, ``()``, ``[]`` and ``{}`` (each
+    ``>`` closing a template's arguments: an entry's parameters are views, `Foo<Bar<int>>`, not shifts)."""
     out = []
-    for part, at in parts:
+    for part, at in split_params(text, shifts=False):
         stripped = part.split("=", 1)[0].strip()
         if not stripped or stripped == "void":
             continue
@@ -94,7 +72,7 @@ def find_entry(kernel: SourceKernel, text: str) -> Entry | Diagnostic:
     code = "\n".join(scan(text, jinja=False).code)  # comments and literals blanked, columns kept
     found: Entry | None = None
     for m in re.finditer(rf"(?<![\w:.>]){re.escape(kernel.entry)}\s*\(", code):
-        close = _closing(code, m.end() - 1)
+        close = closing(code, m.end() - 1, "()", missing=-1)
         if close < 0:
             continue
         after = code[close + 1:].lstrip()
@@ -112,7 +90,7 @@ def find_entry(kernel: SourceKernel, text: str) -> Entry | Diagnostic:
             return Diagnostic(
                 "LG224", f"entry `{kernel.entry}` of kernel `{kernel.name}` must be a `__device__` function, got "
                 "one without `__device__`", Site(path, line), hint=f"declare it `__device__ void {kernel.entry}(...)`")
-        found = Entry(line, _split_params(code[m.end(): close], m.end(), code))
+        found = Entry(line, _entry_params(code[m.end(): close], m.end(), code))
         break
     if found is None:
         return Diagnostic(
