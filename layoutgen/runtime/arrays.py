@@ -338,5 +338,15 @@ def array_info(a: Any) -> ArrayInfo:
         return reader(a)
     except ArrayKindError:
         raise
-    except (AttributeError, KeyError, TypeError, ValueError, IndexError) as exc:  # torch.Size, a bad interface...
-        raise ArrayKindError(f"{kind.__module__}.{kind.__name__} is not a readable CUDA array ({exc!r})") from exc
+    except UNREADABLE as exc:  # torch.Size, a bad interface...
+        raise unreadable(a, exc) from exc
+
+
+#: What a read of an object that is no readable array raises (ArrayKindError, a TypeError, is re-raised first).
+UNREADABLE = (AttributeError, KeyError, TypeError, ValueError, IndexError)
+
+
+def unreadable(a: Any, exc: Exception) -> ArrayKindError:
+    """The ArrayKindError for ``a``, whose read raised ``exc`` (one of :data:`UNREADABLE`)."""
+    kind = type(a)
+    return ArrayKindError(f"{kind.__module__}.{kind.__name__} is not a readable CUDA array ({exc!r})")

@@ -22,7 +22,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 from ..schema.diagnostics import Diagnostic
-from .arrays import FRAMEWORKS, TORCH, cupy_stream_handle, is_torch_tensor, torch_stream_handle
+from .arrays import FRAMEWORKS, TORCH, is_torch_tensor
 from .errors import LaunchError
 from .typed import unwrap
 
@@ -241,8 +241,6 @@ def _stream_reader(kind: type) -> Callable[[Any, str], Any]:
 
 
 _STREAM_READERS: dict[type, Callable[[Any, str], Any]] = {}
-#: The stream readers whose read is one attribute, which the compiled path makes itself (fastlaunch/streams.c).
-_cupy_handle, _torch_handle = cupy_stream_handle, torch_stream_handle
 
 
 def _bad_stream(kernel: str, stream: Any, why: str | None) -> LaunchError:

@@ -57,8 +57,9 @@ from .readers import FAST_READERS as _FAST_READERS
 from .readers import cupy_reader as _cupy_reader  # noqa: F401  (named here by the tests, as before)
 from .readers import info_of, read_once
 from .readers import torch_reader as _torch_reader  # noqa: F401
+from .stamps import check as files_of_one_run  # LG640: a kernel or header of another run of `generate`
 from .typed import Array
-from .validate import TorchWrites, check_param, check_scalar, kernel_extents, overlap_error, who
+from .validate import ADDRESSES, TorchWrites, check_param, check_scalar, kernel_extents, overlap_error, who
 
 # Generated modules import the plan types from here.
 __all__ = [
@@ -68,8 +69,6 @@ __all__ = [
 launch_path = fastpath.launch_path  # "compiled" or "python": the path launchers built now take
 _Function = TypeVar("_Function", bound=Any)
 
-#: One past the last device address: a pointer is 64 bits.
-_ADDRESSES = 2**64
 
 
 @dataclass(eq=False)
@@ -151,7 +150,7 @@ class KernelLauncher:
             key = (i, info.shape, info.strides, info.dtype)
             symbols = passed.get(key)
             if (symbols is not None and info.device == device and not info.ptr % p.align
-                    and 0 < info.ptr < _ADDRESSES and (not info.readonly or p.access == "in")):
+                    and 0 < info.ptr < ADDRESSES and (not info.readonly or p.access == "in")):
                 for name, size in symbols:
                     if bound.setdefault(name, size) != size:
                         break  # a conflict: check_param below raises LG603
@@ -238,7 +237,6 @@ class KernelLauncher:
         folder = self.folder
         source = (folder / self.spec.source).read_text(encoding="utf-8")
         headers = ((self.header, (folder / self.header).read_text(encoding="utf-8")),)
-        from .stamps import check as files_of_one_run  # LG640 for a kernel or header of another `generate`
         files_of_one_run(self.spec.name, folder, ((self.spec.source, source), *headers))
         return CompileRequest(source=source, name=f"{folder.name}/{self.spec.source}", headers=headers, arch=arch,
                               include_dirs=tuple(str(folder / d) for d in self.include_dirs))
@@ -330,7 +328,7 @@ class KernelLauncher:
         plan = self._plans.get(tuple(key)) if complete else None
         # a pointer off the widest alignment, null, or no 64-bit address: this read is checked in full below
         # (LG606, LG634, LG633 naming the parameter, or a launch where an empty array has no pointer)
-        if plan is not None and (bits & plan.checked.any_mask or not 0 < bits < _ADDRESSES or 0 in pointers):
+        if plan is not None and (bits & plan.checked.any_mask or not 0 < bits < ADDRESSES or 0 in pointers):
             plan = None
         if plan is None:
             plan, pointers, validated = self._plan(arrays, device, stream, list(zip(key[1:], pointers)))

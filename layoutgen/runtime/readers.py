@@ -20,7 +20,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from .arrays import FRAMEWORKS, ArrayInfo, ArrayKindError, array_info, cupy_reader, framework_of
+from .arrays import (FRAMEWORKS, UNREADABLE, ArrayInfo, ArrayKindError, array_info, cupy_reader, framework_of,
+                     unreadable)
 from .arrays import torch_reader as torch_reader
 
 __all__ = ["FAST_READERS", "INFOS", "Readers", "cupy_reader", "read_once", "torch_reader"]
@@ -66,9 +67,8 @@ def read_once(a: Any) -> tuple[tuple[Any, ...] | None, ArrayInfo]:
         return signature, info(a, signature, ptr)
     except ArrayKindError:
         raise
-    except (AttributeError, KeyError, TypeError, ValueError, IndexError) as exc:  # as array_info words them
-        kind = type(a)
-        raise ArrayKindError(f"{kind.__module__}.{kind.__name__} is not a readable CUDA array ({exc!r})") from exc
+    except UNREADABLE as exc:  # as array_info words them
+        raise unreadable(a, exc) from exc
 
 
 def info_of(a: Any, signature: tuple[Any, ...], ptr: int) -> ArrayInfo | None:
@@ -83,6 +83,5 @@ def info_of(a: Any, signature: tuple[Any, ...], ptr: int) -> ArrayInfo | None:
         return info(a, signature, ptr)
     except ArrayKindError:
         raise
-    except (AttributeError, KeyError, TypeError, ValueError, IndexError) as exc:
-        kind = type(a)
-        raise ArrayKindError(f"{kind.__module__}.{kind.__name__} is not a readable CUDA array ({exc!r})") from exc
+    except UNREADABLE as exc:  # as array_info words them
+        raise unreadable(a, exc) from exc

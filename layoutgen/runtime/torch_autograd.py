@@ -37,7 +37,6 @@ class AutogradSpec:
     sources: tuple[tuple[str, int], ...]
 
 
-
 def autograd(torch: Any, namespace: str, forward: Any, backward: Any, overload: Any,
              pair: AutogradSpec) -> tuple[Callable[..., None], Callable[..., Any]]:
     """``setup_context`` and ``backward`` for ``torch.library.register_autograd`` of one pair: ``forward`` and
@@ -115,4 +114,3 @@ def _field(p: ParamSpec, shape: Any) -> tuple[slice, ...]:
         unit = 1 if p.layout.unit is None else shape[-1] // p.layout.width
         index[-1] = slice(p.cols[0] * unit, p.cols[1] * unit)
     return tuple(index)
-

@@ -23,7 +23,8 @@ from .errors import LaunchError, launch_error
 from .plan import ACCEPTED_DTYPES, LayoutSpec, ParamSpec, ScalarSpec
 
 
-_ADDRESSES = 2**64  # one past the last address a 64-bit pointer holds
+#: One past the last device address: a pointer is 64 bits.
+ADDRESSES = 2**64
 
 
 def _describe(info: ArrayInfo) -> str:
@@ -102,7 +103,7 @@ def check_param(kernel: str, p: ParamSpec, info: ArrayInfo, bound: dict[str, int
         raise launch_error("LG605", f"{who(kernel, p)} is on device {info.device} but the launch is on device {device}; "
                      f"got {_describe(info)}")
     ptr = info.ptr
-    if not 0 <= ptr < _ADDRESSES:  # a __cuda_array_interface__ may say anything: never cut to 64 bits
+    if not 0 <= ptr < ADDRESSES:  # a __cuda_array_interface__ may say anything: never cut to 64 bits
         raise launch_error("LG633", f"{who(kernel, p)} got the data pointer {ptr} ({ptr:#x}), which is no device address (a "
                            f"pointer is 0 to 2**64 - 1); got {_describe(info)}",
                            hint="the array's `__cuda_array_interface__` is wrong: fix the library that made it")
