@@ -23,7 +23,7 @@ from ..schema.diagnostics import Diagnostic, Site
 from .text_offsets import closing, line_at, line_starts
 from .tile_loops import statement_end
 
-_BARRIER = re.compile(r"(?<![\w.:>])__syncthreads\s*\(")
+BARRIER = re.compile(r"(?<![\w.:>])__syncthreads\s*\(")
 _CONTROL = re.compile(r"\b(if|while|for|switch)\s*\(")
 _ELSE = re.compile(r"\s*else\b")
 _RETURN = re.compile(r"\breturn\b")
@@ -58,7 +58,7 @@ def divergent_barriers(codes: tuple[str, ...], thread_names: frozenset[str]) -> 
         if m.group(1) == "if" and after:
             ranges.append((after.end(), statement_end(text, after.end()), condition))
     out: list[Divergent] = []
-    for barrier in _BARRIER.finditer(text):
+    for barrier in BARRIER.finditer(text):
         at = barrier.start()
         number = line_at(starts, at)
         inside = next((c for s, e, c in ranges if s <= at <= e), None)

@@ -17,6 +17,7 @@ from ..declare.existing_kernels import Carried, ExistingKernel, carried_value
 from ..declare.kernels import Binding, Param, Scalar
 from ..schema.diagnostics import Diagnostic
 from ..schema.dims import Size
+from ..schema.dtypes import DType
 from ..schema.words import plural
 from .cuda_signatures import FLOAT_TYPES, INTEGER_TYPES, GlobalKernel, GlobalParam, plain_type, read_kernels
 
@@ -39,14 +40,6 @@ _ELEMENT_NAMES = {
     "bool": {"bool"},
 }
 _KNOWN = frozenset(INTEGER_TYPES) | FLOAT_TYPES | {n for names in _ELEMENT_NAMES.values() for n in names} | _ANY_ELEMENT
-#: The C types a Scalar of each dtype is passed as (layoutgen.schema.scalars' table names one; aliases here).
-_SCALAR_NAMES = {
-    "f32": {"float"}, "f64": {"double"}, "i32": {"int", "int32_t", "signed", "signed int"},
-    "u32": {"unsigned", "unsigned int", "uint32_t"}, "i64": {"long long", "long long int", "int64_t", "long"},
-    "u64": {"unsigned long long", "uint64_t", "unsigned long", "size_t"}, "bool": {"bool"},
-    "i16": {"short", "int16_t"}, "u16": {"unsigned short", "uint16_t"}, "i8": {"signed char", "int8_t", "char"},
-    "u8": {"unsigned char", "uint8_t"},
-}
 
 
 def find_kernel(kernel: ExistingKernel, text: str | None) -> GlobalKernel | Diagnostic:
@@ -68,6 +61,13 @@ def find_kernel(kernel: ExistingKernel, text: str | None) -> GlobalKernel | Diag
     lines = ", ".join(str(k.line) for k in named)
     return Diagnostic("LG232", f"`{path.name}` must define one `__global__` named `{kernel.function}`, got "
                       f"{len(named)} (lines {lines})", kernel.site, hint="name it qualified (`ns::k`) or rename one")
+
+
+def _same_integer(base: str, dtype: DType) -> bool:
+    """Whether the C type ``base`` is an integer of ``dtype``'s width and signedness, however it is spelled
+    (``unsigned long int``, ``uint64_t``, ``size_t`` for u64)."""
+    limits = INTEGER_TYPES.get(base)
+    return limits is not None and dtype.kind in ("int", "uint") and limits == (dtype.size * 8, dtype.kind == "int")
 
 
 def _where(path: Path, p: GlobalParam, number: int) -> str:
@@ -109,7 +109,8 @@ def _check_one(binding: Binding, arg: Param | Scalar | Carried, p: GlobalParam, 
                               f"{'Out' if arg.access == 'out' else 'InOut'}", arg.site,
                               hint="the kernel cannot write through it: declare In")
         dtype = binding.view(arg.name).dtype
-        if base in _KNOWN and base not in _ANY_ELEMENT and base not in _ELEMENT_NAMES.get(dtype.name, ()):
+        if base in _KNOWN and base not in _ANY_ELEMENT and base not in _ELEMENT_NAMES.get(dtype.name, ()) \
+                and not _same_integer(base, dtype):
             return Diagnostic("LG237", f"{where} must point to {dtype.c_type} elements: `{arg.name}` is bound to "
                               f"`{binding.view(arg.name).name}` of {dtype}, got `{base}`", arg.site,
                               hint="bind a view of the kernel's element type")
@@ -119,8 +120,7 @@ def _check_one(binding: Binding, arg: Param | Scalar | Carried, p: GlobalParam, 
         return Diagnostic("LG234", f"{where} must be a value to carry {what}, got the pointer `{p.type_text}`",
                           arg.site, hint="declare In/Out/InOut for a pointer, or fix the order")
     if isinstance(arg, Scalar):
-        names = _SCALAR_NAMES.get(arg.dtype.name, {arg.dtype.c_type})
-        if base in _KNOWN and base not in names:
+        if base in _KNOWN and base != arg.dtype.c_type and not _same_integer(base, arg.dtype):
             return Diagnostic("LG238", f"{where} must be `{arg.dtype.c_type}` to carry scalar `{arg.name}` "
                               f"({arg.described}), got `{base}`", arg.site,
                               hint=f"declare Scalar(\"{arg.name}\", ...) with the kernel's type")

@@ -27,6 +27,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from .cuda_signatures import INTEGER_TYPES
 from .cxx import Group, Node, Token, split_at, tokens, tree
 from .functions import DEPTH, Call, Function, find_calls, find_functions, rename_entry, replace_names
 
@@ -191,8 +192,8 @@ def _constant_capable(nodes: Sequence[Node], constant: set[str], views: frozense
     return True
 
 
-_INTEGER_WORDS = frozenset({"int", "long", "short", "unsigned", "signed", "auto", "size_t", "ptrdiff_t",
-                            "int32_t", "int64_t", "uint32_t", "uint64_t", "Index"})
+# The words of an integer declaration's type: every word of a kernel parameter's integer types, and `auto`.
+_INTEGER_WORDS = frozenset({w for t in INTEGER_TYPES for w in t.split()} | {"auto", "Index"}) - _NOT_INTEGER
 
 
 def _declaration(statement: list[Node]) -> tuple[str, list[Node]] | None:
@@ -238,12 +239,12 @@ def _propagate(lines: list[str], mutable: frozenset[str], views: frozenset[str],
                     defined.append((m.group(1), value))
                 elif _integer_expression(nodes) and len(value) <= _LONGEST:
                     replaced[m.group(1)] = f"({value})"
-            out.append(line if not m else line)
+            out.append(line)
             definitions.append(tuple(defined))
             continue
         line = replace_names(line, replaced)
         for statement in split_at(tree(line), (";", "{", "}")):
-            declared = _declaration([n for n in statement])
+            declared = _declaration(list(statement))
             if declared is None:
                 continue
             name, init = declared

@@ -40,17 +40,15 @@ from .constants import line_constants, view_members
 from .cxx import scan
 from .flow import Reading, read_body
 from .tile_loops import lines_in_tile_loops
-from .barriers import divergent_barrier, divergent_barriers, early_barrier
+from .barriers import BARRIER, divergent_barrier, divergent_barriers, early_barrier
 from .loops import LoopColumn, loop_columns, loop_past_width
 from .indexing import (ALONE, COLUMN_ARGUMENT, FACTOR, POINTER, ROW_ARGUMENT, SUBSCRIPT, TERM, IndexLiteral,
                        index_literals)
 
 # Preprocessor lines whose numbers are not index math: `#pragma unroll 4`.
-_DIRECTIVE = re.compile(r"\s*#\s*(pragma|include|line|error|warning)\b")
+DIRECTIVE = re.compile(r"\s*#\s*(pragma|include|line|error|warning)\b")
 # A name reserved for generated code: the raw pointers and launch values behind the views.
 _RESERVED = re.compile(r"(?<![\w])lg_\w+")
-# A block-wide barrier: LG406 where the grid returns threads before the body (its kind's `returns_early`).
-_BARRIER = re.compile(r"(?<![\w.:>])__syncthreads\s*\(")
 # `#line 3 "examples/vsn/k.cu.j2"` in a generated kernel.
 _LINE = re.compile(r'\s*#\s*line\s+(\d+)\s+"([^"]*)"')
 
@@ -112,7 +110,9 @@ def _literal_stride(binding: Binding, template: Path, line: int, literal: IndexL
         candidates = binding.pairs if literal.role == FACTOR else []
     else:
         candidates = [(p, v) for p, v in binding.pairs if p.name == literal.base.view]
-    if literal.base.raw and literal.role == FACTOR and literal.spelled == f"{literal.base.view}.row_stride":
+    own = _FACT.fullmatch(literal.spelled)
+    if literal.base.raw and literal.role == FACTOR and own and own.group(1) == literal.base.view \
+            and own.group(2) == "row_stride":
         return None  # a raw pointer stepped by its own view's row stride: the layout's own distance
     foreign = _foreign_step(binding, template, line, literal)  # another view's fact: say whose it is
     if foreign is not None:
@@ -257,7 +257,7 @@ def _column_range(binding: Binding, template: Path, line: int, index: ConstantIn
 def _check_lines(binding: Binding, template: Path, lines: Sequence[tuple[int, str]]) -> list[Diagnostic]:
     """LG401, LG403 and LG405 for (template line, code with non-code blanked) pairs, in the body's order."""
     out: dict[tuple[int, str], Diagnostic] = {}  # one diagnostic per cause and line
-    codes = ["" if _DIRECTIVE.match(code) else code for _, code in lines]
+    codes = ["" if DIRECTIVE.match(code) else code for _, code in lines]
     names = [name for name, _ in binding.views]
     kernel = binding.kernel
     reading = read_body(tuple(codes), tuple(names), _symbols(binding),
@@ -295,11 +295,11 @@ def _check_lines(binding: Binding, template: Path, lines: Sequence[tuple[int, st
                     continue
             if diag is not None:
                 out.setdefault((number, diag.message), diag)
-        if _BARRIER.search(code) and early:
+        if BARRIER.search(code) and early:
             out.setdefault((number, "barrier"), early_barrier(binding, template, number, early))
         if n in divergent:
             out.setdefault((number, "barrier"), divergent_barrier(binding, template, number, divergent[n]))
-        if n in in_loop and _BARRIER.search(code):
+        if n in in_loop and BARRIER.search(code):
             diag = Diagnostic(
                 "LG407", f"`__syncthreads()` in the loop over the tiles of kernel `{binding.name}`, whose warps work "
                 "alone (Grid.persistent_warps): each warp runs its own number of tiles, so the warps of a block "

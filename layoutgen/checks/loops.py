@@ -22,6 +22,7 @@ from ..schema.dims import shape_text
 from ..schema.words import plural
 from .constants import Constants
 from .cxx import tree
+from .text_offsets import line_starts
 from .tile_loops import statement_end
 
 # `for (int c = lane; c < x.row_stride; c += 32)`: the counter, its bound's operator and the bound.
@@ -53,9 +54,7 @@ def loop_columns(lines: Sequence[str], views: Iterable[str], constants: Sequence
             if m.group(2) in names:
                 rows[m.group(1)] = m.group(2)
     text = "\n".join(lines)
-    starts = [0]
-    for line in lines:
-        starts.append(starts[-1] + len(line) + 1)
+    starts = line_starts(lines)
     for n, line in enumerate(lines):
         for loop in _FOR.finditer(line):
             counter, compared, op, bound = loop.group(1), loop.group(2), loop.group(3), loop.group(4)

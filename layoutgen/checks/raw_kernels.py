@@ -39,10 +39,9 @@ from .cxx import scan, tokens
 from .existing_kernels import check_signature, find_kernel
 from .flow import _assigned, read_body
 from .indexing import FACTOR, POINTER, SUBSCRIPT, UNIT_BYTES, Base, IndexLiteral, index_literals
+from .lint import DIRECTIVE
 from .text_offsets import closing, line_at, line_starts
 
-# Preprocessor lines whose numbers are not index math: `#pragma unroll 4` (as the template lint reads them).
-_DIRECTIVE = re.compile(r"\s*#\s*(pragma|include|line|error|warning)\b")
 # What a carried integer says of its array's rows: a row stride in elements, or in bytes.
 _STRIDES = ("row_stride", "pitch")
 
@@ -129,7 +128,7 @@ def lint_body(binding: Binding, found: GlobalKernel, text: str, path: Path) -> l
         if other_span is not None:
             for n in range(other_span[0], other_span[3] + 1):
                 code[n] = ""
-    codes = tuple("" if _DIRECTIVE.match(line) else line for line in code)
+    codes = tuple("" if DIRECTIVE.match(line) else line for line in code)
     pointers = raw_pointers(binding, found)
     body = (codes[open_line][open_col:], *codes[open_line + 1 : last + 1])  # after the parameters
     assigned = _assigned(body)
