@@ -34,7 +34,7 @@ from ..schema.dims import Size
 from .escape import c_string
 
 _SHARED = re.compile(r"(?<![\w])__shared__\b")
-_BEFORE_SHARED = re.compile(r"\b(static|extern)\s*$")
+_STORAGE = re.compile(r"\b(static|extern)\b")  # among a declaration's specifiers: `extern __align__(16) __shared__`
 
 
 @dataclass(frozen=True)
@@ -98,7 +98,9 @@ def debug_copy(binding: Binding, found: GlobalKernel, text: str, shown: str
     joined = "\n".join(code)
     edits: list[tuple[int, int, str]] = []  # (offset, characters replaced, text), applied from the last
     for m in _SHARED.finditer(joined):
-        if not _BEFORE_SHARED.search(joined[max(0, m.start() - 16) : m.start()]):
+        start = max(joined.rfind(c, 0, m.start()) for c in ";{}") + 1  # the declaration's specifiers
+        specifiers = (line for line in joined[start : m.start()].split("\n") if not line.lstrip().startswith("#"))
+        if not any(_STORAGE.search(line) for line in specifiers):
             edits.append((m.start(), 0, "static "))
     pointers = checked_pointers(binding, found)
     brace = starts[open_line] + open_col

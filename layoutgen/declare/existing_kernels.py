@@ -26,7 +26,7 @@ from ..schema.dims import Dim, Size
 from ..schema.names import name_problem
 from ..schema.view import View
 from .errors import kernel_error
-from .grids import Grid
+from .grids import Grid, launch_dims
 from .kernels import Binding, Kernel, Param, Scalar
 from .unify import unify
 
@@ -167,18 +167,8 @@ class ExistingKernel(Kernel):
 
 
 def _dim_size(dim: Dim) -> Size:
-    """``dim`` as a size: static, a symbol, or a product such as ``D*48``."""
-    if dim.size is not None:
-        return Size(dim.size)
-    if not dim.is_derived:
-        return Size(1, (str(dim.name),))
-    coef, names = 1, []
-    for term in str(dim.name).split("*"):
-        if term.isdigit():
-            coef *= int(term)
-        else:
-            names.append(term)
-    return Size(coef, tuple(sorted(names)))
+    """``dim`` as a size: static, a symbol, or a product such as ``D*48`` (its factors, as a launch knows them)."""
+    return Size.product(launch_dims([dim], {}))
 
 
 def carried_value(binding: Binding, carried: Carried) -> Size:

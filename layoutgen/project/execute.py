@@ -163,7 +163,8 @@ def _run_one(program: HostProgram, files: dict[str, str], site: Site | None, com
         return [Diagnostic("LG532", f"`{program.kernel}` crashed on the CPU: {tail[0]}", site,
                            hint="run it under a debugger: the host program is " + str(executable))]
     records = [r for r in records if r.get("kind") != "done"]
-    found = user_sites(executable, [finding_place(r) for r in records], config.root, config.include_paths)
+    found = user_sites(executable, [finding_place(r) for r in records], config.root, config.include_paths,
+                       config.out)
     return _distinct_lines([finding_diagnostic(program, r, at, site) for r, at in zip(records, found)])
 
 

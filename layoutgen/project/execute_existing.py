@@ -21,9 +21,7 @@ from ..checks.existing_kernels import find_kernel
 from ..codegen.existing_debug import checked_pointers
 from ..declare.existing_kernels import Carried, ExistingKernel, carried_value
 from ..declare.kernels import Binding, Param
-
-#: The value each kind of scalar gets on the CPU run: finite, non-zero, small (as the other kernels' scalars).
-_SCALARS = {"float": "0.5", "int": "1", "uint": "1", "bool": "true"}
+from .execute_harness import SCALAR_VALUES
 
 
 def existing_call(binding: Binding, sizes: Mapping[str, int]) -> str | None:
@@ -50,7 +48,7 @@ def existing_call(binding: Binding, sizes: Mapping[str, int]) -> str | None:
         elif isinstance(arg, Carried):
             args.append(f"static_cast<{c_type}>({carried_value(binding, arg).evaluate(sizes)}LL)")
         else:
-            args.append(f"static_cast<{c_type}>({_SCALARS.get(arg.dtype.kind, '1')})")
+            args.append(f"static_cast<{c_type}>({SCALAR_VALUES.get(arg.dtype.kind, '1')})")
     # The debug build's copy takes each checked pointer's rows after the kernel's own parameters.
     args += [f"{p.rows.evaluate(sizes)}LL" for p in checked_pointers(binding, found)]
     return f"{found.qualified}({', '.join(args)})"

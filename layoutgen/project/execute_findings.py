@@ -14,7 +14,7 @@ from __future__ import annotations
 import shutil
 import subprocess
 from collections.abc import Sequence
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from ..runtime.debug import field_fault, footprint_fault
 from ..schema.diagnostics import Diagnostic, Site
@@ -40,9 +40,10 @@ def prefix_maps(root: Path, build: Path, include: Sequence[Path], headers: Path)
     return [f"-ffile-prefix-map={Path(folder).resolve()}={mark}" for folder, mark in maps]
 
 
-def shown_path(path: str, root: Path, include: Sequence[Path]) -> str | None:
+def shown_path(path: str, root: Path, include: Sequence[Path], out: str = "generated") -> str | None:
     """A file named in a host program's line tables as the user knows it (relative to ``root`` where it lies
-    there), or None where it is layoutgen's: its host headers, the build's files, the generated files."""
+    there), or None where it is layoutgen's: its host headers, the build's files, the generated files (under
+    ``out``, the project's output folder)."""
     while path.startswith("./"):
         path = path[2:]
     if path.startswith((BUILD_MARK + "/", HEADERS_MARK + "/")) or path.endswith(".host.cpp"):
@@ -53,7 +54,8 @@ def shown_path(path: str, root: Path, include: Sequence[Path]) -> str | None:
             return None
         path = (Path(include[int(number)]) / rest).as_posix()
     # A generated file names itself by its path under the root in the `#line` after the user's part.
-    if path.startswith("generated/") or "/generated/" in path:
+    generated = PurePosixPath(out).as_posix().rstrip("/") + "/"
+    if path.startswith(("generated/", generated)) or "/generated/" in path:
         return None
     p = Path(path)
     if p.is_absolute():
@@ -65,7 +67,7 @@ def shown_path(path: str, root: Path, include: Sequence[Path]) -> str | None:
 
 
 def user_sites(executable: Path, places: Sequence[tuple[str, str, bool]], root: Path,
-               include: Sequence[Path]) -> list[Site | None]:
+               include: Sequence[Path], out: str = "generated") -> list[Site | None]:
     """For each (pc, calls, call) the user's line of the code at ``pc`` (a return address where ``call``: the line
     of the call), else of the innermost of ``calls`` (return addresses, comma-separated) in the user's code; one
     ``addr2line`` for them all."""
@@ -86,18 +88,18 @@ def user_sites(executable: Path, places: Sequence[tuple[str, str, bool]], root: 
             current = frames.setdefault(int(line, 16), [])
         else:
             current.append(line)
-    return [_first_users(frames, q, root, include) for q in queries]
+    return [_first_users(frames, q, root, include, out) for q in queries]
 
 
 def _first_users(frames: dict[int, list[str]], addresses: Sequence[int], root: Path,
-                 include: Sequence[Path]) -> Site | None:
+                 include: Sequence[Path], out: str) -> Site | None:
     for address in addresses:
         for line in frames.get(address, []):
             path, _, number = line.rpartition(":")
             number = number.split(" ")[0]
             if not path or path == "??" or not number.isdigit():
                 continue
-            shown = shown_path(path, root, include)
+            shown = shown_path(path, root, include, out)
             if shown is not None:
                 return Site(shown, int(number))
     return None

@@ -34,8 +34,8 @@ COMPILERS = ("g++", "clang++")
 FLAGS = ("-std=c++20", "-O1", "-g1", "-fsanitize=address", "-fsanitize-recover=address", "-fno-omit-frame-pointer",
          "-no-pie", "-pthread", "-w", "-Wno-unknown-pragmas")
 _ACCESS = {"in": 0, "out": 1, "inout": 2, "shared": 3}
-#: The value each kind of scalar gets on the CPU run: finite, non-zero, small.
-_SCALARS = {"float": "0.5", "int": "1", "uint": "1", "bool": "true"}
+#: The value each kind of scalar gets on the CPU run: finite, non-zero, small (an existing kernel's too).
+SCALAR_VALUES = {"float": "0.5", "int": "1", "uint": "1", "bool": "true"}
 
 
 def find_compiler() -> str | None:
@@ -83,7 +83,7 @@ def host_program(kernel: PyKernel, source: str, params: Sequence[Footprint], sha
     by_name = {p.name: p for p in kernel.params}
     args = [f"reinterpret_cast<{'const ' if by_name[f.name].access == 'in' else ''}{_c_type(f)}*>"
             f"(lg_regions[{n}].base)" for n, f in enumerate(params)]
-    args += [f"static_cast<{s.c_type}>({_SCALARS[s.kind]})" for s in kernel.scalars]
+    args += [f"static_cast<{s.c_type}>({SCALAR_VALUES[s.kind]})" for s in kernel.scalars]
     args += [f"{sizes[s]}LL" for s in kernel.symbols]
     text = (
         f"// The host program of kernel `{kernel.name}` for `layoutgen check --execute`.\n"
