@@ -19,6 +19,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from layoutgen import Field, Layout, SourceKernel, dims, f32
+from layoutgen.checks.cuda_signatures import INTEGER_TYPES
 from layoutgen.checks.lint import lint_template
 from layoutgen.declare.kernels import In, Kernel, Out
 from layoutgen.schema.diagnostics import Diagnostic
@@ -444,3 +445,17 @@ def test_definitions_of_definitions_stay_short() -> None:
     body += "    dst.at(row, 0) = x.raw_pointer()[a40 + c] + x.raw_pointer()[a1 * 96];\n"
     (diag,) = lint_body(body)
     assert diag.message.startswith("literal 96 in index arithmetic of kernel `spelled` equals the width of `x`")
+
+
+@pytest.mark.parametrize("spelled", sorted(n for n, (bits, _) in INTEGER_TYPES.items() if bits >= 8))
+def test_a_cast_to_any_spelling_of_an_integer_steps_in_its_own_bytes(spelled: str) -> None:
+    # The unit of a cast pointer comes from the one table of integer spellings: `unsigned long long` steps 8 bytes
+    # (read as its first word, `unsigned`, it stepped 4), `uint16_t` 2. The seed bug in that unit is LG401.
+    size = INTEGER_TYPES[spelled][0] // 8
+    step = 96 * 4 // size
+    body = (f"    const {spelled}* p = reinterpret_cast<const {spelled}*>(x.raw_pointer());\n"
+            f"    const {spelled} v = p[row * {step} + i];\n")
+    diags = lint_body(body)
+    assert found(diags) == [("LG401", 2)], diags
+    assert diags[0].message == (f"literal {step} in index arithmetic of kernel `spelled` equals the width of `x` "
+                                f"(Wide.feat)" + ("" if size == 4 else f" in {size}-byte steps"))

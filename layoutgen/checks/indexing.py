@@ -24,6 +24,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import replace
 
 from .constants import Constants
+from .cuda_signatures import INTEGER_TYPES
 from .cxx import Group, Node, Token, split_at, tree
 from .flow import Call, Reading
 from .terms import (ALONE, COLUMN_ARGUMENT, FACTOR, POINTER, ROW_ARGUMENT, SUBSCRIPT, TERM, UNTRACED, Base,
@@ -83,10 +84,18 @@ _NOT_TYPES = frozenset({
 _CASTS = frozenset({"static_cast", "reinterpret_cast", "const_cast"})
 #: The bytes of the types a pointer into a view is cast to (`reinterpret_cast<const float4*>`): its index steps.
 UNIT_BYTES = {
-    "float": 4, "int": 4, "unsigned": 4, "double": 8, "half": 2, "__half": 2, "__nv_bfloat16": 2, "half2": 4,
+    "float": 4, "double": 8, "half": 2, "__half": 2, "__nv_bfloat16": 2, "half2": 4,
     "__half2": 4, "__nv_bfloat162": 4, "float2": 8, "int2": 8, "uint2": 8, "double2": 16, "float4": 16, "int4": 16,
-    "uint4": 16, "longlong2": 16, "char": 1, "uint8_t": 1, "int8_t": 1,
+    "uint4": 16, "longlong2": 16,
+    # every spelling of an integer, from the one table of them (`unsigned long long`, `uint16_t`, `size_t`)
+    **{name: max(bits, 8) // 8 for name, (bits, _) in INTEGER_TYPES.items()},
 }
+
+
+def unit_bytes(names: Sequence[str]) -> int | None:
+    """Bytes of the element type a cast names (its words, qualifiers and all: `const unsigned long long`), or None."""
+    words = [w.removeprefix("std::") for w in names if w not in ("const", "volatile", "__restrict__", "struct")]
+    return UNIT_BYTES.get(" ".join(words)) or next((UNIT_BYTES[w] for w in words if w in UNIT_BYTES), None)
 # Accessors that give a value (an element, a vector, a count), not a place to index from.
 _VALUE_MEMBERS = frozenset({"at", "vec", "rows"})
 _SEPARATORS = frozenset({
@@ -300,7 +309,7 @@ class _Reader:
     def _pointer_term(self, term: Sequence[Node]) -> Base | None:
         if len(term) == 3 and name_of(term[0]) in _CASTS and (cast := group_of(term[1], "<")) and (call := group_of(term[2], "(")):
             base = self._pointer(call.items)
-            unit = next((UNIT_BYTES[t] for n in cast.items if (t := name_of(n) or "") in UNIT_BYTES), None)
+            unit = unit_bytes([t for n in cast.items if (t := name_of(n))])
             return base if base is None or unit is None else replace(base, unit_bytes=unit)
         if len(term) == 1 and (inner := group_of(term[0], "(")) is not None:
             return self._pointer(inner.items)
