@@ -367,3 +367,12 @@ def test_a_kernel_not_executed_is_an_error_that_only_its_binding_line_may_accept
                           "`# layoutgen: ignore[LG531]: why`")
     other = _odd_project(tmp_path / "other", "  # layoutgen: ignore[LG401]: not this one")
     assert [d.code for d in _executed_in(tmp_path / "other", other)] == ["LG531"]
+
+
+def test_lg531_is_accepted_by_any_spelling_of_the_comment_and_never_from_a_string(tmp_path: Path) -> None:
+    """The binding line's comment is read as the templates' comments are (suppress.named_codes: a list of codes,
+    any spacing), and as Python reads it: `#` inside a string on that line is no comment."""
+    listed = _odd_project(tmp_path / "listed", "  #layoutgen:ignore[ LG404 , LG531 ]  CUB's scan")
+    assert _executed_in(tmp_path / "listed", listed) == []
+    text = _odd_project(tmp_path / "text", '; _why = "# layoutgen: ignore[LG531]: in a string"')
+    assert [d.code for d in _executed_in(tmp_path / "text", text)] == ["LG531"]

@@ -32,6 +32,17 @@ _CODE = re.compile(r"LG\d{3}")
 _HINT = "write `// layoutgen: ignore[LG401]` (codes separated by commas) or `// layoutgen: ignore` (every code)"
 
 
+def named_codes(text: str) -> tuple[tuple[str, ...], str] | None:
+    """The codes a ``layoutgen: ignore[...]`` comment names (``text``: what follows its ``//`` or ``#``), and the
+    text after its ``]`` (the reason); None where it is no such comment or names no list. One reading for the
+    templates' comments and a spec's (LG531 accepted on a binding's line)."""
+    m = _SUPPRESSION.fullmatch(text)
+    if m is None or m.group(1) is None:
+        return None
+    after = text[text.index("]", text.index("[")) + 1:]
+    return tuple(c.strip() for c in m.group(1).split(",") if c.strip()), after
+
+
 def can_ignore(code: str) -> bool:
     """Whether diagnostics of ``code`` may be turned off without letting broken output be written."""
     return CODES[code].turned_off is Off.ANYWHERE

@@ -17,10 +17,12 @@ import re
 import subprocess
 import sys
 import tempfile
+import tokenize
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from ..checks.suppress import named_codes
 from ..codegen.pymodule import module_model
 from ..codegen.render import declared_in, render_spec
 from ..declare.tiles import shared_arrays
@@ -48,8 +50,6 @@ ASAN_OPTIONS = ("detect_leaks=0:symbolize=0:handle_abort=1:allocator_may_return_
 MAX_FINDINGS = 8
 #: A finding's line of the host program's stderr: where a line holds one (another thread's output may lead it).
 _FINDING = re.compile(r"LGSAN\t[^\n]*")
-#: The comment on a kernel's binding line that accepts its LG531, and says why.
-_ACCEPTED = re.compile(r"#\s*layoutgen:\s*ignore\[\s*LG531\s*\]\s*:\s*\S")
 
 
 def execute_results(results: Sequence[SpecResult], config: Config, *, progress: bool = True) -> list[Diagnostic]:
@@ -94,10 +94,16 @@ def accepted(diag: Diagnostic) -> bool:
     if diag.code != "LG531" or diag.site is None:
         return False
     try:
-        lines = Path(diag.site.path).read_text(encoding="utf-8").splitlines()
-    except (OSError, UnicodeDecodeError):
+        with open(diag.site.path, encoding="utf-8") as source:  # the comment as Python reads it, not in a string
+            comments = [tok.string for tok in tokenize.generate_tokens(source.readline)
+                        if tok.type == tokenize.COMMENT and tok.start[0] == diag.site.line]
+    except (OSError, UnicodeDecodeError, SyntaxError, tokenize.TokenError):
         return False
-    return 0 < diag.site.line <= len(lines) and _ACCEPTED.search(lines[diag.site.line - 1]) is not None
+    for comment in comments:
+        named = named_codes(comment[1:])
+        if named is not None and "LG531" in named[0] and named[1].strip(" :\t"):  # the code, and a reason
+            return True
+    return False
 
 
 def _spec_jobs(result: SpecResult, config: Config) -> list[tuple[HostProgram, dict[str, str], Site | None]]:
