@@ -419,6 +419,14 @@ def test_a_barrier_that_only_some_threads_reach_is_lg411(body: str, condition: s
         "barrier, which is undefined behaviour")
 
 
+@pytest.mark.parametrize("op", ["=", "+=", "-=", "*=", "/=", "%=", "&=", "|=", "^=", "<<=", ">>="])
+def test_a_value_made_thread_dependent_by_any_assignment_divides_the_barrier(op: str) -> None:
+    # whichever assignment makes `t` depend on the thread, a barrier under `t == 0` is reached by some threads
+    body = (f"    int t = 1;\n    t {op} threadIdx.x;\n    if (t == 0) dst.at(tile_row, 0) = 0.0f;\n    else {{\n"
+            "        __syncthreads();\n    }\n")
+    assert found(lint_tiles(body)) == [("LG411", 5)]
+
+
 def test_barriers_every_thread_reaches_pass() -> None:
     body = ("{% block preamble %}\n__device__ float first(float v, int lane) {\n    if (lane != 0) return 0.0f;\n"
             "    return v;\n}\n{% endblock %}\n"

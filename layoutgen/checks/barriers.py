@@ -27,7 +27,8 @@ BARRIER = re.compile(r"(?<![\w.:>])__syncthreads\s*\(")
 _CONTROL = re.compile(r"\b(if|while|for|switch)\s*\(")
 _ELSE = re.compile(r"\s*else\b")
 _RETURN = re.compile(r"\breturn\b")
-_ASSIGNED = re.compile(r"\b([A-Za-z_]\w*)\s*(?:=(?!=)|\+=|-=|\*=|/=|%=)([^;,)]*)")
+# every assignment, compound ones too (`lane |= threadIdx.x & 1`): each passes its value on
+_ASSIGNED = re.compile(r"\b([A-Za-z_]\w*)\s*(?:<<|>>|[-+*/%&|^])?=(?!=)([^;,)]*)")
 
 
 @dataclass(frozen=True)
