@@ -172,7 +172,7 @@ def _cpu_finding(fields: dict[str, str]) -> Diagnostic:
     from layoutgen.project.execute_harness import HostProgram
     from layoutgen.project.footprints import Footprint
 
-    program = HostProgram("lane_loop", "lane_loop.cu", (Footprint("x", "Window.snap", "in", 4, "f", 183, 136, 0, 96),),
+    program = HostProgram("lane_loop", "lane_loop.cu", (Footprint("x", "Window.snap", "in", 4, "f32", 183, 136, 0, 96),),
                           1, 2, 128, 0, "")
     return finding_diagnostic(program, {"pc": "", "calls": "", **fields}, None, None)
 

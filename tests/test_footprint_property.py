@@ -67,7 +67,7 @@ def footprints(draw: st.DrawFn) -> Footprint:
         start = draw(st.integers(0, size - 1))
         axis = (size, start, draw(st.integers(1, size - start)), inner)
         rows = size * inner * draw(st.integers(1, 3))
-    return Footprint("x", "Probe.field", "in", 8, "f", rows, stride, offset, width, axis)
+    return Footprint("x", "Probe.field", "in", 8, "f64", rows, stride, offset, width, axis)
 
 
 @settings(max_examples=60, deadline=None)

@@ -81,7 +81,7 @@ def host_program(kernel: PyKernel, source: str, params: Sequence[Footprint], sha
                     f"{f.layout_rows}LL, {f.row_stride}LL, {f.offset}LL, {f.width}LL, "
                     f"{axis[0]}LL, {axis[1]}LL, {axis[2]}LL, {axis[3]}LL, {f.shared_start}LL}},")
     by_name = {p.name: p for p in kernel.params}
-    args = [f"reinterpret_cast<{'const ' if by_name[f.name].access == 'in' else ''}{_c_type(f)}*>"
+    args = [f"reinterpret_cast<{'const ' if by_name[f.name].access == 'in' else ''}{f.c_type}*>"
             f"(lg_regions[{n}].base)" for n, f in enumerate(params)]
     args += [f"static_cast<{s.c_type}>({SCALAR_VALUES[s.kind]})" for s in kernel.scalars]
     args += [f"{sizes[s]}LL" for s in kernel.symbols]
@@ -99,17 +99,6 @@ def host_program(kernel: PyKernel, source: str, params: Sequence[Footprint], sha
         "}\n"
     )
     return HostProgram(kernel.name, source, tuple(every), len(params), blocks, kernel.block, shared_bytes, text)
-
-
-def _c_type(f: Footprint) -> str:
-    """The C type of the kernel's pointer argument for a parameter of this footprint."""
-    if f.kind == "f":
-        return "float" if f.itemsize == 4 else "double"
-    if f.kind in ("b", "h"):
-        return "__nv_bfloat16" if f.kind == "b" else "__half"
-    signed = {1: "signed char", 2: "short", 4: "int", 8: "long long"}
-    unsigned = {1: "unsigned char", 2: "unsigned short", 4: "unsigned", 8: "unsigned long long"}
-    return (signed if f.kind == "i" else unsigned)[f.itemsize]
 
 
 def headers_digest(folders: Sequence[Path]) -> str:

@@ -27,6 +27,9 @@ UNIT_SIZE = 8
 OUTER_SIZE, INNER_SIZE, ONLY_SIZE = 3, 61, 133
 
 
+_KIND = {"float": "f", "int": "i", "uint": "u", "bool": "u"}
+
+
 @dataclass(frozen=True)
 class Footprint:
     """What one parameter or shared array of a kernel may touch, in elements of its array."""
@@ -35,13 +38,25 @@ class Footprint:
     what: str  # its view (`Window.snap`), or `a tile of x`, `shared f32 [4, 40]`
     access: str  # "in", "out", "inout" or "shared"
     itemsize: int
-    kind: str  # "f" float, "i" signed, "u" unsigned, "b" bf16, "h" f16: how inputs are filled
+    dtype: str  # layoutgen's name of its elements (`f32`): their C type and how inputs are filled
     layout_rows: int  # rows of the whole array
     row_stride: int  # elements from one row to the next
     offset: int  # the field's first column in each row
     width: int  # the field's columns
     axis: tuple[int, int, int, int] | None = None  # (size, start, len, inner) of a named range; None: every row
     shared_start: int = 0  # a shared array's first byte in the shared buffer
+
+    @property
+    def kind(self) -> str:
+        """How the host program fills it: "f" float, "i" signed, "u" unsigned, "b" bf16, "h" f16."""
+        if self.dtype in ("bf16", "f16"):
+            return "b" if self.dtype == "bf16" else "h"
+        return _KIND.get(DTYPES[self.dtype].kind, "u")
+
+    @property
+    def c_type(self) -> str:
+        """The C type of its elements, as the kernel's pointer names it."""
+        return DTYPES[self.dtype].c_type
 
     def row_in(self, row: int) -> bool:
         """Whether row ``row`` of the array is one of the field's."""
@@ -58,15 +73,6 @@ class Footprint:
     @property
     def elements(self) -> int:
         return self.layout_rows * self.row_stride
-
-
-_KIND = {"float": "f", "int": "i", "uint": "u", "bool": "u"}
-
-
-def _kind(dtype: str) -> str:
-    if dtype in ("bf16", "f16"):
-        return "b" if dtype == "bf16" else "h"
-    return _KIND.get(DTYPES[dtype].kind, "u")
 
 
 def chosen_sizes(kernel: PyKernel, layouts: Mapping[str, PyLayout]) -> dict[str, int]:
@@ -103,7 +109,7 @@ def param_footprints(kernel: PyKernel, layouts: Mapping[str, PyLayout], sizes: M
         if p.axis_rows is not None:
             which, start, stop = p.axis_rows
             axis = (dims[which], start, stop - start, math.prod(dims[which + 1:]))
-        out.append(Footprint(p.name, p.view, p.access, lay.itemsize, _kind(lay.dtype), math.prod(dims),
+        out.append(Footprint(p.name, p.view, p.access, lay.itemsize, lay.dtype, math.prod(dims),
                              lay.width * unit, p.offset * unit, p.field_width * unit, axis))
     return out
 
@@ -117,12 +123,12 @@ def shared_footprints(declared: tuple[Shared | TileLayout, ...], arrays: tuple[S
     for item, array, start in zip(declared, runtime, starts):
         if isinstance(item, TileLayout):
             rows = item.copies * item.stages * item.capacity
-            out.append(Footprint(item.name, f"a tile of {item.param}", "shared", item.dtype.size, _kind(item.dtype.name),
+            out.append(Footprint(item.name, f"a tile of {item.param}", "shared", item.dtype.size, item.dtype.name,
                                  rows, item.pitch, 0, item.width))
         else:
             elements = array.nbytes(dict(sizes)) // array.itemsize
             out.append(Footprint(item.name, f"shared {item.dtype.name}", "shared", array.itemsize,
-                                 _kind(item.dtype.name), 1, elements, 0, elements))
+                                 item.dtype.name, 1, elements, 0, elements))
         out[-1] = replace(out[-1], shared_start=start)
     return out, total
 
