@@ -75,7 +75,7 @@ class ViewModel:
     indices: tuple[str, ...]  # accessor argument names, one per leading dim
     row_index_expr: str  # C++ flattening ``indices`` into a row number
     strides: str  # (56*K, 56, 1)
-    policies: str = ""  # extra Field arguments in the library's namespace: how the geometry scales, which rows
+    policies: str = ""  # extra lg::Field arguments: how the geometry scales, which rows the view has
     scale_init: str = ""  # the lg::Scaled initializer after the base pointer: ", {lg_dim_D}"
     column_type: str = "int"  # the column index: `long long` where a row can hold 2^31 elements or more
     column_params: str = "int c"  # the accessor's parameters after the row indices
@@ -113,8 +113,9 @@ class ViewModel:
     def base(self) -> str:
         """The ``lg::Field`` the struct derives from, with the kernel's checked vector width as ``VectorBytes``
         and whether the parameter is declared packed as ``Pack``, in its version's namespace."""
+        policies = self.policies.replace("lg::", f"{self.library}::")
         return (f"{self.library}::Field<{self.tag}, T, {self.width}, {self.row_stride}, {self.offset}, VectorBytes, "
-                f"Pack, {self.index_type}{self.policies}>")
+                f"Pack, {self.index_type}{policies}>")
 
     @property
     def checked_base(self) -> str:
@@ -131,18 +132,17 @@ def _horner(names: list[str], dims: list[str]) -> str:
     return expr
 
 
-def _policies(view: View, library: str) -> tuple[str, str]:
-    """(extra Field template arguments, named in ``library``'s namespace, and the scale's initializer) of a view;
-    empty for plain fields."""
+def _policies(view: View) -> tuple[str, str]:
+    """(extra lg::Field template arguments, the scale's initializer) of a view; empty for plain fields."""
     layout = view.layout
     scaled = not layout.column_unit.is_static
     if not scaled and view.axis_rows is None:
         return "", ""
-    policies = f", {library}::Scaled" if scaled else f", {library}::Unscaled"
+    policies = ", lg::Scaled" if scaled else ", lg::Unscaled"
     if view.axis_rows is not None:
         axis, start, stop = view.axis_rows
         inner = Size.product(layout.dims[axis + 1 :]).coef  # static: checked at declaration
-        policies += f", {library}::AxisRows<{start}, {stop - start}, {layout.dims[axis].size}, {inner}>"
+        policies += f", lg::AxisRows<{start}, {stop - start}, {layout.dims[axis].size}, {inner}>"
     unit = layout.column_unit.c_expr({s: dim(s) for s in layout.column_unit.symbols})
     return policies, (f", {{{unit}}}" if scaled else "")
 
@@ -183,7 +183,7 @@ def view_model(view: View, source: str, struct: str | None = None) -> ViewModel:
     # Horner's rule over the view's leading dims: ((i0 * d1 + i1) * d2 + i2) ...
     expr = _horner(names, _c_dims(leading))
     rows = view.rows
-    policies, scale_init = _policies(view, f"lg::{library_namespace()}")
+    policies, scale_init = _policies(view)
     column_params, column_expr = _columns(view, column_type)
     inner = [f"j{n}" for n in range(len(view.region.shape) - 1)] + ["c"] if view.region.shape else []
     checks = [*zip(names, _c_dims(leading)), *zip(inner, _c_dims(view.region.shape))]
