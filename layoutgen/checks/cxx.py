@@ -103,6 +103,13 @@ _TOKEN = re.compile(r"""
 # A decimal integer literal, with its suffix: 56, 56u, 56LL (0 alone; 07 is octal and left alone).
 _INT = re.compile(r"(0|[1-9]\d*)(?:[uU](?:ll|LL|l|L)?|(?:ll|LL|l|L)[uU]?)?")
 _CLOSE = {"(": ")", "[": "]", "{": "}"}
+#: Words that begin a statement or an expression, never a declaration's type: what the lint's readers of
+#: declarations (checks/flow.py's locals, checks/indexing.py's pointers) rule out before a name.
+STATEMENT_WORDS = frozenset({
+    "return", "else", "case", "default", "goto", "throw", "delete", "new", "sizeof", "if", "while", "for",
+    "switch", "do", "using", "namespace", "typedef", "break", "continue", "co_return", "co_yield", "define",
+    "template", "typename",
+})
 # What may follow a template's argument list: a call or a brace initializer (or `::`, or a declared name).
 _AFTER_TEMPLATE = ("(", "{")
 

@@ -28,16 +28,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from .cuda_signatures import INTEGER_TYPES
-from .cxx import Group, Node, Token, split_at, tokens, tree
+from .cxx import STATEMENT_WORDS, Group, Node, Token, split_at, tokens, tree
 from .functions import DEPTH, Call, Function, find_calls, find_functions, rename_entry, replace_names
 
 __all__ = ["Call", "Reading", "read_body"]
 
-# Statement keywords that are no type of a declaration, and what may come before an assigned name.
-_NOT_TYPES = frozenset({
-    "return", "else", "case", "default", "goto", "throw", "delete", "new", "sizeof", "if", "while", "for",
-    "switch", "do", "using", "namespace", "typedef", "break", "continue", "define", "template", "typename",
-})
 # Declared types whose values are no index: a float is never a stride.
 _NOT_INTEGER = frozenset({"float", "double", "half", "__half", "__nv_bfloat16", "bool", "float2", "float4",
                           "half2", "__half2", "char", "void"})
@@ -123,7 +118,7 @@ def _assigned(lines: Sequence[str]) -> frozenset[str]:
                 out.add(tok.text)
             elif after is not None and after.text == "=" and (
                     before is None or before.kind == "op" and before.text not in ("*", "&", ">", "::")
-                    or before.text in _NOT_TYPES):
+                    or before.text in STATEMENT_WORDS):
                 if before is None or before.text not in (".", "->"):
                     out.add(tok.text)
     return frozenset(out)
@@ -211,7 +206,7 @@ def _declaration(statement: list[Node]) -> tuple[str, list[Node]] | None:
     if len(head) < 2 or not isinstance(name, Token) or name.kind != "name" or not _INTEGER_WORDS & set(words):
         return None
     if any(not (isinstance(n, Token) and (n.kind == "name" or n.text == "::") or isinstance(n, Group) and n.open == "<")
-           for n in head) or _NOT_TYPES & set(words) or _NOT_INTEGER & set(words):
+           for n in head) or STATEMENT_WORDS & set(words) or _NOT_INTEGER & set(words):
         return None
     if any(isinstance(n, Token) and n.text == "," for n in init):
         return None

@@ -25,7 +25,7 @@ from dataclasses import replace
 
 from .constants import Constants
 from .cuda_signatures import INTEGER_TYPES
-from .cxx import Group, Node, Token, split_at, tree
+from .cxx import STATEMENT_WORDS, Group, Node, Token, split_at, tree
 from .flow import Call, Reading
 from .terms import (ALONE, COLUMN_ARGUMENT, FACTOR, POINTER, ROW_ARGUMENT, SUBSCRIPT, TERM, UNTRACED, Base,
                     IndexLiteral, additive_terms, binary_split, group_of, index_constants, is_op, name_of,
@@ -76,11 +76,6 @@ def _called(reader: _Reader, call: Call, known: Sequence[Constants], at: Constan
     return found
 
 
-# Names that start a statement but no declaration.
-_NOT_TYPES = frozenset({
-    "return", "else", "case", "default", "goto", "throw", "delete", "new", "sizeof", "if", "while", "for",
-    "switch", "do", "using", "namespace", "typedef", "break", "continue", "co_return", "co_yield", "define",
-})
 _CASTS = frozenset({"static_cast", "reinterpret_cast", "const_cast"})
 #: The bytes of the types a pointer into a view is cast to (`reinterpret_cast<const float4*>`): its index steps.
 UNIT_BYTES = {
@@ -116,7 +111,7 @@ def _declarators(nodes: list[Node]) -> tuple[bool, bool, list[list[Node]]] | Non
     start = 1 if nodes and group_of(nodes[0], "[") else 0  # [[maybe_unused]]
     end, names = start, 0
     while end < len(nodes) and (is_op(nodes[end], "::", "*", "&", "&&") or group_of(nodes[end], "<")
-                                or (name_of(nodes[end]) or "if") not in _NOT_TYPES):
+                                or (name_of(nodes[end]) or "if") not in STATEMENT_WORDS):
         names += name_of(nodes[end]) is not None
         end += 1
     if names < 2 or name_of(nodes[end - 1]) is None:  # a type and a name at least: `float v`, `auto* p`
@@ -342,7 +337,7 @@ class _Reader:
                 return self._locals[name]
             if name in self._views:
                 return Base(name, row=False, origin=True)
-            return None if name in _NOT_TYPES else UNTRACED
+            return None if name in STATEMENT_WORDS else UNTRACED
         call = group_of(before, "(")
         if call is None:
             return None  # `a[i][j]`, a lambda's captures, an attribute
