@@ -2,45 +2,38 @@
 
 Converting a torch tensor with ``cupy.asarray`` costs tens of microseconds a
 call; reading its attributes costs about one. So each kind of array is read
-directly: CuPy's own attributes, torch's ``data_ptr``/``stride``, and the
-``__cuda_array_interface__`` of anything else (JAX, Numba, ...). Strides come
-back in elements, whatever the library reports. :data:`FRAMEWORKS` has one
-row per array framework (what identifies its arrays and streams, its reads,
-its rules); the full read here, the fast readers (:mod:`.readers`) and the
-stream readers (:mod:`.driver`) all take a type's framework from it.
+directly: CuPy's own attributes, torch's ``data_ptr``/``stride``, a JAX
+array's ``unsafe_buffer_pointer()``, the ``__cuda_array_interface__`` of
+anything else (Numba, ...), and the DLPack capsule of a producer that offers
+only ``__dlpack__`` (:mod:`.dlpack`). Strides come back in elements, whatever
+the library reports. :data:`FRAMEWORKS` has one row per array framework (what
+identifies its arrays and streams, its reads, its rules as callables the
+launch path calls); the full read here, the fast readers (:mod:`.readers`),
+the stream readers (:mod:`.driver`) and the written-array rules
+(:mod:`.validate`) all take a type's framework from it.
 """
 
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
 
 import numpy as np
 
-from ..schema.dtypes import DTYPES
-
-
-class ArrayKindError(TypeError):
-    """The object is not a CUDA device array layoutgen can read (or reads wrongly); ``hint`` says what to do."""
-
-    def __init__(self, message: str, hint: str | None = None) -> None:
-        super().__init__(message)
-        self.hint = hint
-
-
-@dataclass(slots=True)  # not frozen: a frozen dataclass costs ~1 us more to build, on every launch
-class ArrayInfo:
-    """What a launcher needs of one argument (treat it as read-only)."""
-
-    ptr: int
-    shape: tuple[int, ...]
-    strides: tuple[int, ...]  # elements
-    dtype: str  # numpy dtype name: "float32"
-    device: int
-    readonly: bool
-
+from .array_base import UNREADABLE as UNREADABLE
+from .array_base import ArrayInfo as ArrayInfo
+from .array_base import ArrayKindError as ArrayKindError
+from .array_base import dtype_text as dtype_text
+from .array_base import element_strides as _elements
+from .array_base import interface_info as interface_info
+from .array_base import non_native as non_native
+from .array_base import numpy_dtype as _dtype
+from .array_base import packed_strides as packed_strides
+from .array_base import unreadable as unreadable
+from .dlpack import dlpack_info
+from .torch_writes import TorchWrites
 
 _TORCH_DTYPES = {
     "torch.float32": "float32", "torch.float64": "float64", "torch.float16": "float16",
@@ -48,56 +41,6 @@ _TORCH_DTYPES = {
     "torch.int8": "int8", "torch.uint8": "uint8", "torch.uint16": "uint16", "torch.uint32": "uint32",
     "torch.uint64": "uint64", "torch.bool": "bool",
 }
-
-
-#: numpy's dtype names -> layoutgen's, so that messages say "f32" as the rest of layoutgen does.
-_LG_NAMES: dict[str, str] = {
-    **{d.numpy_name: d.name for d in DTYPES.values() if d.numpy_name}, "bfloat16": "bf16",
-}
-
-
-def dtype_text(numpy_name: str) -> str:
-    """An array's dtype as layoutgen spells it ("f32"); numpy's name where layoutgen has none."""
-    return _LG_NAMES.get(numpy_name, numpy_name)
-
-
-# numpy dtype (CuPy), torch dtype or typestr -> (numpy name, itemsize). ``dtype.name`` is
-# computed in Python by numpy (~3 us); a dict look-up is ~0.1 us.
-_DTYPES: dict[Any, tuple[str, int]] = {}
-
-_FOREIGN_ORDER = ">" if sys.byteorder == "little" else "<"  # the byte order a typestr may name that is not ours
-
-
-def non_native(name: str) -> bool:
-    """Whether a dtype name from :func:`array_info` is one in the other byte order (``">f4"``)."""
-    return name[:1] in ("<", ">")  # numpy's names ("float32") never start so; such an array is named by its typestr
-
-
-def _dtype(key: Any) -> tuple[str, int]:
-    known = _DTYPES.get(key)
-    if known is None:
-        if isinstance(key, str) and key.endswith("V2"):  # bfloat16 as JAX exports it (numpy has no order for V)
-            known = (key if key.startswith(_FOREIGN_ORDER) else "bfloat16", 2)
-        else:
-            dtype = np.dtype(key)
-            # ">f4" is float32 to numpy's `.name`, but its bytes are reversed: a kernel would read garbage.
-            known = (dtype.str if dtype.byteorder not in "=|" else dtype.name, dtype.itemsize)
-        _DTYPES[key] = known
-    return known
-
-
-def _elements(byte_strides: Any, itemsize: int, shape: tuple[int, ...]) -> tuple[int, ...]:
-    """Byte strides as element strides; refused where a stride is not a whole number of elements."""
-    elements = tuple([s // itemsize for s in byte_strides])
-    for s in byte_strides:  # a plain loop: any() over a generator costs twice as much
-        if s % itemsize:
-            raise ArrayKindError(
-                f"byte strides {tuple(byte_strides)} of a shape {list(shape)} array are not whole multiples of "
-                f"its {itemsize}-byte elements"
-            )
-    if len(elements) != len(shape):
-        raise ArrayKindError(f"strides {tuple(byte_strides)} do not match shape {list(shape)}")
-    return elements
 
 
 # -- the fast readers and what their reads say ----------------------------------------------------------
@@ -129,12 +72,12 @@ def torch_reader(t: Any) -> tuple[tuple[Any, ...], int]:
 TORCH_DEVICE_TYPES = frozenset({"cuda"})
 
 
-def torch_info(t: Any, signature: tuple[Any, ...], ptr: int) -> ArrayInfo:
-    """The ArrayInfo of a :func:`torch_reader` read. Only a complex tensor is asked anything more (its
+def torch_refusals(t: Any, signature: tuple[Any, ...]) -> None:
+    """What refuses a :func:`torch_reader` read (LG608): torch's lazy negation and conjugation are bits on the
+    tensor, not in its memory, so a kernel reading ``data_ptr()`` would see the values un-negated
+    (un-conjugated); and a tensor on no CUDA device. Only a complex tensor is asked anything more (its
     conjugate bit, for the message): whatever it answers, it is refused."""
-    _, shape, stride, dtype, device, neg = signature
-    # torch's lazy negation and conjugation are bits on the tensor, not in its memory: a kernel reading
-    # data_ptr() would see the values un-negated (un-conjugated).
+    dtype, device, neg = signature[3:6]
     if neg:
         raise ArrayKindError("a torch tensor with its negative bit set (`torch._neg_view`, or the imaginary part of "
                              "a conjugate view) would be read without the negation",
@@ -144,19 +87,16 @@ def torch_info(t: Any, signature: tuple[Any, ...], ptr: int) -> ArrayInfo:
                              hint="materialise it once: `t.resolve_conj()`")
     if getattr(device, "type", None) not in TORCH_DEVICE_TYPES:
         raise ArrayKindError(f"a torch tensor on {device} is not on a CUDA device")
+
+
+def torch_info(t: Any, signature: tuple[Any, ...], ptr: int) -> ArrayInfo:
+    """The ArrayInfo of a :func:`torch_reader` read that :func:`torch_refusals` passed."""
+    _, shape, stride, dtype, device, _ = signature
     name = _TORCH_NAMES.get(dtype)
     if name is None:
         text = str(dtype)
         name = _TORCH_NAMES[dtype] = _TORCH_DTYPES.get(text, text)
     return ArrayInfo(ptr, tuple(shape), tuple(stride), name, device.index or 0, False)
-
-
-def _from_cupy(a: Any) -> ArrayInfo:
-    return cupy_info(a, *cupy_reader(a))
-
-
-def _from_torch(t: Any) -> ArrayInfo:
-    return torch_info(t, *torch_reader(t))
 
 
 _TORCH_NAMES: dict[Any, str] = {}  # torch dtype -> numpy name; ``str(dtype)`` once per dtype
@@ -168,35 +108,79 @@ def torch_dtype_name(dtype: Any) -> str:
     return _TORCH_DTYPES.get(text, text)
 
 
+#: The signature of a JAX array whose buffer could not be read: ``(type, _NO_BUFFER, why)``, refused.
+_NO_BUFFER = "no buffer"
+
+
+def jax_reader(a: Any) -> tuple[tuple[Any, ...], int]:
+    """A ``jax.Array``'s read: its type, shape, dtype, sharding (its device and memory kind) and device layout
+    (jaxlib's ``_pjrt_layout``, hashable; None where jaxlib has none), and its pointer (JAX arrays have no
+    strides: their layout says how they lie, and are never written). It never raises: a read that fails (a
+    deleted array, one sharded over several devices, a tracer) is a signature :func:`jax_refusals` refuses,
+    as the launch path calls readers outside its refusals."""
+    try:
+        ptr = a.unsafe_buffer_pointer()
+        return (type(a), a.shape, a.dtype, a.sharding, getattr(a, "_pjrt_layout", None)), ptr
+    except Exception as exc:  # noqa: BLE001 - jaxlib raises RuntimeError and its own errors; named in the refusal
+        return (type(a), _NO_BUFFER, f"{type(exc).__name__}: {exc}"), 0
+
+
+def jax_refusals(a: Any, signature: tuple[Any, ...]) -> None:
+    """What refuses a :func:`jax_reader` read (LG608): no buffer, memory that is not the device's (a
+    ``pinned_host`` array), a device that is no CUDA GPU."""
+    if signature[1] is _NO_BUFFER:
+        raise ArrayKindError(f"a jax array whose buffer cannot be read ({signature[2]})")
+    sharding = signature[3]
+    memory = getattr(sharding, "memory_kind", None)
+    if memory not in (None, "device"):
+        raise ArrayKindError(f"a jax array in `{memory}` memory is not in device memory",
+                             hint="`jax.device_put` it to the device's own memory")
+    devices = list(sharding.device_set)
+    if len(devices) != 1:
+        raise ArrayKindError(f"a jax array on {len(devices)} devices is not one device's array")
+    device = devices[0]
+    if device.platform not in ("gpu", "cuda"):
+        raise ArrayKindError(f"a jax array on {device.platform} device {device.id} is not on a CUDA device")
+    order = _major_to_minor(signature[4])
+    if order is not None and order != tuple(range(len(signature[1]))):  # as jaxlib's __cuda_array_interface__
+        raise ArrayKindError(f"a jax array whose device layout is {order} (major to minor) is not row-major: it "
+                             f"would be read as if it were", hint="give it the default layout (`jnp.array(a)`)")
+
+
+def _major_to_minor(layout: Any) -> tuple[int, ...] | None:
+    """A jaxlib ``PjRtLayout``'s dimensions, major to minor; None where it says none."""
+    try:
+        return tuple(layout._xla_layout().minor_to_major())[::-1]
+    except Exception:  # noqa: BLE001 - None, or a jaxlib whose layout has no XLA layout: the default layout
+        return None
+
+
+def jax_info(a: Any, signature: tuple[Any, ...], ptr: int) -> ArrayInfo:
+    """The ArrayInfo of a :func:`jax_reader` read that :func:`jax_refusals` passed: packed, read-only."""
+    _, shape, dtype, sharding, _ = signature
+    shape = tuple(shape)
+    return ArrayInfo(ptr, shape, packed_strides(shape), _dtype(dtype)[0], next(iter(sharding.device_set)).id, True)
+
+
+def _from_cupy(a: Any) -> ArrayInfo:
+    return CUPY.read(a, *cupy_reader(a))
+
+
+def _from_torch(t: Any) -> ArrayInfo:
+    return TORCH.read(t, *torch_reader(t))
+
+
+def _from_jax(a: Any) -> ArrayInfo:
+    """A ``jax.Array`` through its fast read; another object of jax's that has an interface through that."""
+    return JAX.read(a, *jax_reader(a)) if JAX.array_types(type(a)) else _from_interface(a)
+
+
 def _from_interface(a: Any) -> ArrayInfo:
     cai = a.__cuda_array_interface__
     ptr, readonly = cai["data"]
     if cai.get("mask") is not None:
         raise ArrayKindError(f"a masked {type(a).__name__} (its __cuda_array_interface__ has a mask) is not supported")
     return interface_info(cai["shape"], cai["typestr"], cai.get("strides"), ptr, readonly, _interface_device(a))
-
-
-def interface_info(shape: Any, typestr: str, byte_strides: Any, ptr: Any, readonly: Any, device: int) -> ArrayInfo:
-    """The ArrayInfo of one read of a ``__cuda_array_interface__`` (byte strides, None where packed). The
-    pointer is kept as given (``None``: 0, an empty array's): a launch refuses one that is no address (LG633,
-    LG634)."""
-    shape = tuple(shape)
-    name, itemsize = _dtype(typestr)
-    elements = packed_strides(shape) if byte_strides is None else _elements(byte_strides, itemsize, shape)
-    if ptr is None:
-        ptr = 0
-    elif isinstance(ptr, bool) or not isinstance(ptr, (int, np.integer)):  # a float, a string: no address
-        raise ArrayKindError(f"the data pointer of a __cuda_array_interface__ must be an int, got {ptr!r}")
-    return ArrayInfo(int(ptr), shape, elements, name, device, bool(readonly))
-
-
-def packed_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
-    """Row-major element strides of a packed array of ``shape``."""
-    out, step = [], 1
-    for size in reversed(shape):
-        out.append(step)
-        step *= size
-    return tuple(reversed(out))
 
 
 def _interface_device(a: Any) -> int:
@@ -215,6 +199,12 @@ def is_torch_tensor(kind: type) -> bool:
     ``__cuda_array_interface__``, which says nothing of the negative bit."""
     torch = sys.modules.get("torch")  # a tensor exists only once torch is imported
     return torch is not None and issubclass(kind, torch.Tensor)
+
+
+def _is_jax_array(kind: type) -> bool:
+    """``jax.Array`` or a subclass (jaxlib's ``ArrayImpl``), wherever it is defined."""
+    jax = sys.modules.get("jax")  # an array exists only once jax is imported
+    return jax is not None and issubclass(kind, jax.Array)
 
 
 def _in_module(kind: type, package: str) -> bool:
@@ -238,6 +228,13 @@ def _is_torch_stream(kind: type) -> bool:
     return torch is not None and issubclass(kind, torch.cuda.Stream)
 
 
+def _speaks_dlpack(kind: type, a: Any) -> bool:
+    """An object with ``__dlpack__`` and ``__dlpack_device__``, and no host array (numpy's arrays speak DLPack
+    too: they keep the host array's refusal)."""
+    return (hasattr(a, "__dlpack__") and hasattr(a, "__dlpack_device__") and not isinstance(a, np.ndarray)
+            and not hasattr(a, "__array_interface__"))
+
+
 def cupy_stream_handle(stream: Any, kernel: str) -> Any:
     return stream.ptr
 
@@ -246,14 +243,33 @@ def torch_stream_handle(stream: Any, kernel: str) -> Any:
     return stream.cuda_stream
 
 
+class Written(Protocol):
+    """A framework's rule for the arrays a kernel writes (``Framework.written(indices, who)``, built once per
+    plan; ``who(kernel, param)`` names a parameter in its messages): ``check`` before the launch (raises
+    LaunchError), ``record`` after it; ``in_c``: the compiled path applies the same rule itself (else a plan
+    with it stays on the Python path)."""
+
+    indices: tuple[int, ...]
+    in_c: bool
+
+    def check(self, kernel: str, params: Sequence[Any], arrays: Sequence[Any]) -> None: ...
+
+    def record(self, arrays: Sequence[Any]) -> None: ...
+
+
+Reader = Callable[[Any], tuple[tuple[Any, ...], int]]
+Info = Callable[[Any, tuple[Any, ...], int], ArrayInfo]
+
+
 @dataclass(frozen=True)
 class Framework:
     """One array framework: what identifies its arrays and streams, how they are read, what a launch of its
-    arrays needs. :data:`FRAMEWORKS` holds one per framework; the first row that owns a type reads it."""
+    arrays needs. :data:`FRAMEWORKS` holds one per framework; the first row that owns a type reads it. The
+    launch path calls a row's callables and never names a framework."""
 
     name: str
     #: Its array types, subclasses included wherever they are defined: these are its arrays before any row's
-    #: ``owns`` is asked, and those its fast reader reads.
+    #: ``owns`` is asked, and those its fast reader reads and its ``written`` rule applies to.
     array_types: Callable[[type], bool]
     #: Whether objects of another type (``a``, one of them, where there is one) are its arrays all the same
     #: (its module's objects, an interface's producers).
@@ -262,16 +278,33 @@ class Framework:
     info: Callable[[Any], ArrayInfo]
     #: The read that keys a launcher's plans (``(signature, pointer)``) of its ``array_types``, and the
     #: ArrayInfo of that same read (runtime/readers.py); None: its arrays are validated on every call.
-    fast_reader: Callable[[Any], tuple[tuple[Any, ...], int]] | None
-    fast_info: Callable[[Any, tuple[Any, ...], int], ArrayInfo] | None
+    fast_reader: Reader | None
+    fast_info: Info | None
+    #: What refuses a fast read (raises ArrayKindError: LG608), before ``fast_info``: torch's negative and
+    #: conjugate bits and devices, a JAX array with no device buffer. :attr:`read` is the two in turn.
+    refuse: Callable[[Any, tuple[Any, ...]], None] | None
     #: How the compiled path reads its arrays itself (runtime/fastlaunch/): "fields" (cupy.c, the struct's
     #: fields), "dlpack" (torch.c: the C++ reader or DLPack's exchange API); None: through ``fast_reader``.
     c_read: str | None
     #: Its stream types, and how a stream's CUstream is read (runtime/driver.py's stream_handle).
     owns_stream: Callable[[type], bool]
     stream_handle: Callable[[Any, str], Any] | None
-    #: What a launch of its arrays needs besides the read, and where each rule lives.
-    rules: tuple[str, ...]
+    #: The rule for its arrays that a kernel writes (:class:`Written`, built per plan from the written
+    #: parameters' indices and what names a parameter): torch's autograd and inference checks before, version
+    #: counters after.
+    written: Callable[[tuple[int, ...], Callable[[str, Any], str]], Written] | None
+    #: ``refuse`` then ``fast_info``: what a launch validates a fast read with (readers.INFOS).
+    read: Info = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        refuse, info = self.refuse, self.fast_info
+        if info is None or refuse is None:
+            read: Any = info
+        else:
+            def read(a: Any, signature: tuple[Any, ...], ptr: int) -> ArrayInfo:
+                refuse(a, signature)
+                return info(a, signature, ptr)
+        object.__setattr__(self, "read", read)
 
 
 def _never(kind: type) -> bool:
@@ -279,26 +312,25 @@ def _never(kind: type) -> bool:
 
 
 CUPY = Framework(
-    "cupy", _is_cupy_array, lambda kind, a: _in_module(kind, "cupy"), _from_cupy, cupy_reader, cupy_info, "fields",
-    _is_cupy_stream, cupy_stream_handle,
-    ("the current stream for None: CuPy's (driver.stream_handle; fastlaunch/streams.c, get_stream_ptr)",))
+    "cupy", _is_cupy_array, lambda kind, a: _in_module(kind, "cupy"), _from_cupy, cupy_reader, cupy_info, None,
+    "fields", _is_cupy_stream, cupy_stream_handle, None)
 TORCH = Framework(
     "torch", is_torch_tensor, lambda kind, a: _in_module(kind, "torch"), _from_torch, torch_reader, torch_info,
-    "dlpack", _is_torch_stream, torch_stream_handle,
-    ("neg and conjugate bits refused (torch_info, LG608)",
-     "written tensors: autograd (LG618) and inference tensors (LG635) checked, version counters bumped "
-     "(validate.TorchWrites; fastlaunch/torch.c)",
-     "the current stream for None: torch's (driver.launch_stream; fastlaunch/streams.c, current_work_stream)"))
+    torch_refusals, "dlpack", _is_torch_stream, torch_stream_handle, TorchWrites)
+#: jax.Array (read-only: LG607 when written); another jax object with an interface is read through that.
 JAX = Framework(
-    "jax", _never, lambda kind, a: (_in_module(kind, "jax") or _in_module(kind, "jaxlib"))
-    and hasattr(a, "__cuda_array_interface__"), _from_interface, None, None, None, _never, None,
-    ("read-only arrays: never written (LG607); the device from `devices()`",))
+    "jax", _is_jax_array, lambda kind, a: (_in_module(kind, "jax") or _in_module(kind, "jaxlib"))
+    and hasattr(a, "__cuda_array_interface__"), _from_jax, jax_reader, jax_info, jax_refusals, None, _never, None,
+    None)
 #: Any other producer of ``__cuda_array_interface__`` (Numba, cuda.core, ...): validated on every call.
 INTERFACE = Framework(
     "cuda_array_interface", _never, lambda kind, a: hasattr(a, "__cuda_array_interface__"), _from_interface, None,
-    None, None, _never, None, ("read-only arrays: never written (LG607)",))
+    None, None, None, _never, None, None)
+#: Any other DLPack producer on a CUDA device (after the interface: that stays the first choice where both
+#: exist), read through its capsule (runtime/dlpack.py): validated on every call.
+DLPACK = Framework("dlpack", _never, _speaks_dlpack, dlpack_info, None, None, None, None, _never, None, None)
 #: The array frameworks, in the order their ``owns`` is asked. Adding one: docs/architecture.md, "a framework".
-FRAMEWORKS: tuple[Framework, ...] = (CUPY, TORCH, JAX, INTERFACE)
+FRAMEWORKS: tuple[Framework, ...] = (CUPY, TORCH, JAX, INTERFACE, DLPACK)
 
 
 def framework_of(kind: type, a: Any = None) -> Framework | None:
@@ -340,13 +372,3 @@ def array_info(a: Any) -> ArrayInfo:
         raise
     except UNREADABLE as exc:  # torch.Size, a bad interface...
         raise unreadable(a, exc) from exc
-
-
-#: What a read of an object that is no readable array raises (ArrayKindError, a TypeError, is re-raised first).
-UNREADABLE = (AttributeError, KeyError, TypeError, ValueError, IndexError)
-
-
-def unreadable(a: Any, exc: Exception) -> ArrayKindError:
-    """The ArrayKindError for ``a``, whose read raised ``exc`` (one of :data:`UNREADABLE`)."""
-    kind = type(a)
-    return ArrayKindError(f"{kind.__module__}.{kind.__name__} is not a readable CUDA array ({exc!r})")

@@ -37,8 +37,10 @@ reads, another ``MemoryPointer`` type).
 The C side learns a plan only after the Python path validated a call, and
 only where the Python path would launch through ``cuLaunchKernel`` itself
 (:class:`~.driver.PackedLaunch`): a debug build, a launch through CuPy
-(``LAYOUTGEN_LAUNCH=cupy``) and kinds of arrays without a fast reader
-(``__cuda_array_interface__``) stay on the Python path.
+(``LAYOUTGEN_LAUNCH=cupy``), kinds of arrays without a fast reader
+(``__cuda_array_interface__``, DLPack producers) and written arrays whose
+framework's rule the C side does not apply (``arrays.Written.in_c``) stay on
+the Python path. JAX arrays are read from C through their row's fast reader.
 
 Which path is active: :func:`launch_path` ("compiled" or "python") and
 ``python -m layoutgen.runtime``. ``LAYOUTGEN_PYTHON_LAUNCH=1`` forces the
@@ -64,7 +66,7 @@ from .plan import KernelSpec
 from .arrays import FRAMEWORKS, Framework
 from .readers import FAST_READERS
 from .typed import Array
-from .validate import version_bump
+from .torch_writes import version_bump
 
 #: The extension's module name (setup.py builds it from ``runtime/fastlaunch/*.c``).
 EXTENSION = "layoutgen.runtime._fastlaunch"
@@ -192,6 +194,8 @@ def learn(fast: Any, plan: Any, arrays: Sequence[Any], signatures: Sequence[Any]
         return
     checked = plan.checked
     written = checked.written
+    if written is not None and not written.in_c:  # a framework's rule the C side does not apply: Python's plan
+        return
     if not _torch and "torch" in sys.modules:  # a torch tensor exists only once torch is imported
         use_torch()
     try:

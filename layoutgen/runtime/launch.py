@@ -59,7 +59,7 @@ from .readers import info_of, read_once
 from .readers import torch_reader as _torch_reader  # noqa: F401
 from .stamps import check as files_of_one_run  # LG640: a kernel or header of another run of `generate`
 from .typed import Array
-from .validate import ADDRESSES, TorchWrites, check_param, check_scalar, kernel_extents, overlap_error, who
+from .validate import ADDRESSES, Writes, check_param, check_scalar, kernel_extents, overlap_error, who
 
 # Generated modules import the plan types from here.
 __all__ = [
@@ -186,8 +186,8 @@ class KernelLauncher:
 
         In order: each array against its parameter (LG601..LG608, LG610,
         LG633, LG634), the grid (LG617), memory shared by a written argument
-        (LG614), the state of written torch tensors (LG635, LG618) and the
-        stream (LG616). ``reads`` and ``signatures`` are :meth:`bind`'s.
+        (LG614), the written arrays' frameworks' rules (torch's LG635, LG618)
+        and the stream (LG616). ``reads`` and ``signatures`` are :meth:`bind`'s.
         """
         spec = self.spec
         pointers, bound = self.bind(arrays, device, reads, signatures)
@@ -197,7 +197,7 @@ class KernelLauncher:
         overlap = extents.first_overlap(pointers)
         if overlap is not None:
             raise self._overlap(overlap, pointers, bound)
-        written = TorchWrites.of(spec.params, arrays)
+        written = Writes.of(spec.params, arrays)  # the rules of the written arrays' frameworks
         if written is not None:
             written.check(spec.name, spec.params, arrays)
         check_stream(stream, spec.name)
@@ -300,7 +300,7 @@ class KernelLauncher:
         # The hot path, written flat because it runs on every launch: arrays whose
         # (type, shape, strides, dtype, device) all passed before need only their
         # pointers read, their alignment checked and, where one is written, their
-        # extents compared; torch outputs need their autograd state checked. Each
+        # extents compared; written arrays their frameworks' rules (torch's autograd). Each
         # array is read once: a new key is validated as this read found it, so a
         # plan is kept under exactly what was checked.
         key: list[Any] = [device]
@@ -367,7 +367,7 @@ class KernelLauncher:
             pointers.extend(values)
         pointers.extend(checked.symbols)
         plan.launch(checked.blocks, checked.block, pointers, stream)
-        if checked.written is not None:  # torch's in-place rule: the version counter of what the kernel wrote
+        if checked.written is not None:  # the frameworks' record of the write (torch's version counters)
             checked.written.record(arrays)
 
     def checked_launch(self, device: int, launch: Launch, blocks: int, block: int, pointers: Sequence[int],

@@ -12,7 +12,7 @@ other). The Python path keys its plans on the signatures; the compiled path
 (:mod:`.fastpath`) reads the same values at C level and is taught each plan
 with the validated read. Kinds without a reader, or with a reader but no
 entry in :data:`INFOS`, are validated on every call
-(``__cuda_array_interface__`` arrays).
+(``__cuda_array_interface__`` arrays, DLPack producers).
 """
 
 from __future__ import annotations
@@ -22,20 +22,22 @@ from typing import Any
 
 from .arrays import (FRAMEWORKS, UNREADABLE, ArrayInfo, ArrayKindError, array_info, cupy_reader, framework_of,
                      unreadable)
+from .arrays import jax_reader as jax_reader
 from .arrays import torch_reader as torch_reader
 
-__all__ = ["FAST_READERS", "INFOS", "Readers", "cupy_reader", "read_once", "torch_reader"]
+__all__ = ["FAST_READERS", "INFOS", "Readers", "cupy_reader", "jax_reader", "read_once", "torch_reader"]
 
 #: A reader's read -> the ArrayInfo it says: ``info(array, signature, pointer)`` (the array only for what
-#: refuses it anyway): each framework's with a fast reader (arrays.FRAMEWORKS). The tests add theirs, for
+#: refuses it anyway): each framework's with a fast reader (arrays.FRAMEWORKS: its ``read``, the row's
+#: refusals then its ``fast_info``; a row found by :class:`Readers` adds its own). The tests add theirs, for
 #: their fake arrays.
 INFOS: dict[Any, Callable[[Any, tuple[Any, ...], int], ArrayInfo]] = {
-    f.fast_reader: f.fast_info for f in FRAMEWORKS if f.fast_reader is not None and f.fast_info is not None}
+    f.fast_reader: f.read for f in FRAMEWORKS if f.fast_reader is not None and f.fast_info is not None}
 
 
 class Readers(dict[type, Any]):
-    """Fast readers by array type: those of the frameworks that have one (CuPy's arrays and torch's tensors,
-    subclasses included), found on first sight."""
+    """Fast readers by array type: those of the frameworks that have one (CuPy's arrays, torch's tensors and
+    JAX's arrays, subclasses included), found on first sight."""
 
     def get(self, kind: type, default: Any = None) -> Any:
         try:
@@ -47,6 +49,8 @@ class Readers(dict[type, Any]):
         framework = framework_of(kind)
         if framework is None or framework.fast_reader is None or not framework.array_types(kind):
             raise KeyError(kind)
+        if framework.fast_info is not None:  # a row added to the table after this module was imported
+            INFOS.setdefault(framework.fast_reader, framework.read)
         self[kind] = framework.fast_reader
         return framework.fast_reader
 

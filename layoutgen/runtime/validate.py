@@ -4,23 +4,25 @@
 (:func:`check_scalar`, whether a value fits a scalar parameter); the
 launcher's fast path only skips checks whose outcome a cached key decides.
 :class:`Extents` decides whether arguments share memory (launchers: LG614,
-program runners: LG613). Messages are built only once a check fails.
+program runners: LG613); :class:`Writes` applies the rules of written
+arrays' frameworks (``arrays.FRAMEWORKS``). Messages are built only once a
+check fails.
 """
 
 from __future__ import annotations
 
 import math
-import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from itertools import combinations
-from operator import itemgetter
 from typing import Any
 
 from ..schema.scalars import SCALAR_DTYPES, ScalarValueError, pack_scalar
-from .arrays import ArrayInfo, dtype_text, non_native
+from . import arrays as arrays_table
+from .arrays import ArrayInfo, Framework, Written, dtype_text, non_native
 from .errors import LaunchError, launch_error
 from .plan import ACCEPTED_DTYPES, LayoutSpec, ParamSpec, ScalarSpec
+from .torch_writes import version_bump as version_bump  # torch_cxx_reader's, as before
 
 
 #: One past the last device address: a pointer is 64 bits.
@@ -247,103 +249,66 @@ def overlap_error(kernel: str, p: ParamSpec, q: ParamSpec, pointers: tuple[int, 
     )
 
 
-# -- torch tensors written in place -------------------------------------------------------------------
+# -- arrays written in place: their frameworks' rules ---------------------------------------------------
 
 
-class TorchWrites:
-    """The written parameters of a launch that got torch tensors: autograd's rules before, its record after.
+class Writes:
+    """The written parameters of a launch, each under its framework's rule (``arrays.Framework.written``:
+    torch's autograd and inference checks before, version counters after).
 
-    Built once per plan (the arrays' types are part of its key), so a launch
-    with no torch output pays one truth test. torch refuses an in-place write
-    to a leaf that requires grad (and to a view of one) in grad mode; it allows
-    one to other tensors that require grad because it records the operation
-    for backward. A kernel launch is not recorded, so the gradient through it
-    would be silently wrong: refused as well (LG618). Under ``torch.no_grad()``,
-    how optimizers update parameters, torch allows both and so does this.
-    After the launch each written tensor's version counter is bumped, as
-    torch's in-place operations do, so that a tensor saved for backward and
-    then overwritten is reported by ``backward()`` instead of giving wrong
-    gradients.
+    :meth:`of` builds it once per plan (the arrays' types are part of its
+    key), so a launch whose outputs belong to no framework with a rule pays
+    one truth test, and where they are one framework's, ``check`` and
+    ``record`` are that rule's own (no call between). The rules are asked of
+    the table: nothing here names a framework.
     """
 
-    __slots__ = ("indices", "_pick", "_grad_enabled", "_inference_enabled", "_increment_version")
+    __slots__ = ("indices", "rules", "in_c", "check", "record")
 
-    def __init__(self, indices: tuple[int, ...]) -> None:
-        import torch
+    check: Callable[[str, Sequence[ParamSpec], Sequence[Any]], None]
+    """Each rule's refusals (LaunchError: torch's LG635, LG618), before the launch: ``check(kernel, params,
+    arrays)``."""
+    record: Callable[[Sequence[Any]], None]
+    """Each rule's record of the write (torch's version counters), after the launch: ``record(arrays)``."""
 
-        self.indices = indices
-        # a tuple of the written tensors (itemgetter of one index gives the tensor itself)
-        self._pick = itemgetter(*indices) if len(indices) > 1 else lambda arrays, i=indices[0]: (arrays[i],)
-        self._grad_enabled = torch.is_grad_enabled
-        self._inference_enabled = torch.is_inference_mode_enabled
-        self._increment_version = version_bump()
+    def __init__(self, rules: tuple[Written, ...]) -> None:
+        self.rules = rules
+        self.indices = tuple(sorted(i for rule in rules for i in rule.indices))
+        #: every rule is applied by the compiled path too (a plan with one that is not stays on the Python path)
+        self.in_c = all(rule.in_c for rule in rules)
+        if len(rules) == 1:
+            self.check, self.record = rules[0].check, rules[0].record
+        else:
+            self.check, self.record = self._check_each, self._record_each
 
     @staticmethod
-    def of(params: Sequence[ParamSpec], arrays: Sequence[Any]) -> TorchWrites | None:
-        """The written parameters that got a torch tensor, or None when there are none."""
-        torch = sys.modules.get("torch")  # a torch tensor exists only once torch is imported
-        if torch is None:
-            return None
-        tensor = torch.Tensor
-        indices = tuple(i for i, (p, a) in enumerate(zip(params, arrays)) if p.writes and isinstance(a, tensor))
-        return TorchWrites(indices) if indices else None
+    def of(params: Sequence[ParamSpec], arrays: Sequence[Any]) -> Writes | None:
+        """The rules of the written parameters' frameworks, or None when none of them has one."""
+        ruled = [f for f in arrays_table.FRAMEWORKS if f.written is not None]
+        groups: list[tuple[Framework, list[int]]] = []
+        for i, (p, a) in enumerate(zip(params, arrays)):
+            if not p.writes:
+                continue
+            kind = type(a)
+            framework = next((f for f in ruled if f.array_types(kind)), None)
+            if framework is None:
+                continue
+            group = next((g for f, g in groups if f is framework), None)
+            if group is None:
+                groups.append((framework, [i]))
+            else:
+                group.append(i)
+        rules = tuple(f.written(tuple(indices), who) for f, indices in groups if f.written is not None)
+        return Writes(rules) if rules else None
 
-    def check(self, kernel: str, params: Sequence[ParamSpec], arrays: Sequence[Any]) -> None:
-        """LG635 when one of them is an inference tensor and inference mode is off (torch refuses that write),
-        LG618 when one of them requires grad in grad mode."""
-        for i in self.indices:
-            t = arrays[i]
-            if t.is_inference() and not self._inference_enabled():
-                raise launch_error(
-                    "LG635", f"{who(kernel, params[i])} is written in place by the kernel, but the tensor is an "
-                    f"inference tensor and inference mode is off, which torch refuses (\"Inplace update to inference "
-                    f"tensor outside InferenceMode is not allowed\"); got a torch tensor of shape "
-                    f"[{', '.join(map(str, t.shape))}]",
-                    hint="launch under `torch.inference_mode()`, or write into a tensor made outside it (`t.clone()` "
-                    "outside inference mode)")
-        if not self._grad_enabled():
-            return
-        for i in self.indices:
-            t = arrays[i]
-            if t.requires_grad:
-                raise _autograd_error(kernel, params[i], t)
+    def _check_each(self, kernel: str, params: Sequence[ParamSpec], arrays: Sequence[Any]) -> None:
+        for rule in self.rules:
+            rule.check(kernel, params, arrays)
 
-    def record(self, arrays: Sequence[Any]) -> None:
-        """Tell autograd that the kernel wrote them in place (their version counters)."""
-        self._increment_version(self._pick(arrays))
+    def _record_each(self, arrays: Sequence[Any]) -> None:
+        for rule in self.rules:
+            rule.record(arrays)
 
 
-#: ``torch.autograd.graph.increment_version``'s names as torch 2.8 to 2.13 write it: ``tensor = (tensor,)``
-#: for one tensor, then ``torch._C._increment_version(tensor)``.
-_INCREMENT_VERSION_NAMES = ("isinstance", "torch", "Tensor", "_C", "_increment_version")
-
-
-def version_bump() -> Any:
-    """What bumps the version counters of a tuple of torch tensors, as ``increment_version`` (documented for
-    kernels that write through ``data_ptr()``) does: ``torch._C._increment_version`` itself, where
-    ``increment_version`` is that call and nothing else (half the cost, ~110 against ~220 ns for two
-    tensors), else ``increment_version``."""
-    import torch
-    from torch.autograd.graph import increment_version
-
-    code = getattr(increment_version, "__code__", None)
-    direct = getattr(torch._C, "_increment_version", None)
-    if direct is not None and code is not None and code.co_names == _INCREMENT_VERSION_NAMES:
-        return direct
-    return increment_version
-
-
-def _autograd_error(kernel: str, p: ParamSpec, t: Any) -> LaunchError:
-    got = f"got a torch tensor of shape [{', '.join(map(str, t.shape))}]"
-    if t.is_leaf:
-        return launch_error(
-            "LG618", f"{who(kernel, p)} is written in place by the kernel, but the tensor is a leaf that requires "
-            f"grad, which torch refuses (\"a leaf Variable that requires grad is being used in an in-place "
-            f"operation\"); {got}",
-            hint="update it under `torch.no_grad()` (as an optimizer does), or write into a tensor that does not "
-            "require grad")
-    return launch_error(
-        "LG618", f"{who(kernel, p)} is written in place by the kernel, but the tensor requires grad and autograd "
-        f"does not record the kernel's write: gradients through it would be wrong; {got}",
-        hint="write into a tensor that does not require grad (a new one, or `.detach()`), or launch under "
-        "`torch.no_grad()`")
+#: The name launch_plan.py and program.py know :class:`Writes` by (it held torch's rule alone before).
+TorchWrites = Writes
