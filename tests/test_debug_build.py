@@ -21,13 +21,17 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from layoutgen.codegen.library import library_namespace
 from layoutgen.codegen.render import render_spec
 from layoutgen.project.config import ConfigError, load_config
+from layoutgen.project.execute_harness import HostProgram
 from layoutgen.project.specload import load_spec
-from layoutgen.runtime.debug import FAULT_FILE_BYTES, FAULT_SYMBOL, FaultRecord
+from layoutgen.runtime.debug import FAULT_FILE_BYTES, FAULT_SYMBOL, FaultRecord, UnheldRecord
 from layoutgen.runtime.nvrtc import CompileRequest, compile_cubin
+from layoutgen.schema.diagnostics import Diagnostic
 from tests.helpers.cli import layoutgen
 from tests.helpers.golden import render
 
@@ -83,9 +87,11 @@ def test_every_release_line_survives_in_the_debug_build() -> None:
     for path in release:
         lines = iter(debug[path].splitlines()[2:])
         # Lines that gain debug arguments; a view's operator() hands out a checked reference and takes the
-        # caller's line in the debug build (a redefinition, the one line the debug build replaces).
+        # caller's line in the debug build (a redefinition, the one line the debug build replaces); the
+        # generated file's own `#line` back to itself, which counts the lines the debug build adds before it.
         kept = [_as_debug(line) if path.endswith(".cuh") else line for line in release[path].splitlines()[2:]
                 if "{ {lg_" not in line and "ParamSpec(" not in line and "'sha256:" not in line
+                and not (line.startswith("#line ") and line.endswith(f' "generated/{path}"'))
                 and not line.startswith(("    __device__ __forceinline__ T& operator()(", "        return this->at("))]
         missing = [line for line in kept if not any(line == d for d in lines)]
         assert missing == [], (path, missing)
@@ -169,3 +175,244 @@ def test_the_checked_pointers_of_the_debug_build_compile_with_nvrtc(spec: str) -
     assert views
     for path, text in sorted(kernels.items()):
         assert compile_cubin(CompileRequest(text + probe, path, headers=headers, arch="sm_90")).cubin, path
+
+
+# -- the checked barrier (lg/debug_barrier.cuh) ------------------------------------------------------------------
+
+# lg::v0_1_0::debug::syncthreads_checked(const char*, int, int)
+BARRIER = "_ZN2lg6v0_1_05debug19syncthreads_checkedEPKcii"
+
+
+@pytest.mark.parametrize(("spec", "kernel"), [
+    ("tests/specs/sanitizer/bad.py", "barrier_branch"), ("tests/specs/sanitizer/bad.py", "barrier_two"),
+    ("tests/specs/sanitizer/good.py", "block_sum"), ("tests/specs/sanitizer/good.py", "static_shared_entry"),
+    ("examples/existing_kernels/spec.py", "vsn_forward"), ("examples/vsn/spec.py", "variable_selection_bwd")])
+def test_the_users_barriers_are_checked_in_the_debug_build_only(spec: str, kernel: str) -> None:
+    """A template's `__syncthreads()`, a hand-written entry's and an existing kernel's debug copy's call the checked
+    barrier in the debug build (its function is in the cubin); the release build keeps the hardware's alone."""
+    assert library_namespace() == "v0_1_0", "BARRIER names the library's namespace: rename it with the version"
+    loaded = load_spec(REPO / spec)
+    assert loaded.spec is not None
+    found = {}
+    for debug in (False, True):
+        rendered = render_spec(loaded.spec, REPO, spec, debug=debug, out="build/test-debug-barrier")
+        headers = tuple(sorted((path.rsplit("/", 1)[-1], text) for path, text in rendered.files.items()
+                               if path.endswith(".cuh")))
+        path = f"{loaded.spec.name}/{kernel}.cu"
+        assert "__syncthreads()" in rendered.files[path]
+        request = CompileRequest(rendered.files[path], path, headers=headers, arch="sm_90",
+                                 include_dirs=(str(REPO / "examples" / "vsn" / "include"),))
+        symbols = _symbols(compile_cubin(request).cubin)
+        found[debug] = sorted({name.rsplit("$", 1)[-1] for name in symbols if name.endswith(BARRIER)})
+    assert found == {False: [], True: [BARRIER]}
+
+
+def _gpu_barrier_fault(monkeypatch: pytest.MonkeyPatch, access: int, thread: int, line: int) -> Diagnostic:
+    """What the launcher raises for a debug build's barrier record (lg::syncthreads_checked's `access` and thread) of
+    kernel `barrier_two`, in block 2, at ``line`` of its template."""
+    from layoutgen.runtime import debug
+    from layoutgen.runtime.plan import KernelSpec, LayoutSpec, ParamSpec
+    from tests.helpers.debug_fault import install_fault
+
+    install_fault(monkeypatch, b"tests/specs/sanitizer/barrier_two.cu.j2", hit=1, block=2, thread=thread,
+                  access=access, line=line)
+    window = LayoutSpec("Window", ("B", "K"), 136, "f32", 4)
+    spec = KernelSpec("barrier_two", "barrier_two.cu", (ParamSpec("x", "in", window, "Window.snap", 4, cols=(0, 96)),),
+                      ("B", "K"), 0, 1, 128)
+    with pytest.raises(debug.BarrierFault) as info:
+        debug.check_fault(spec, object(), None)
+    assert isinstance(info.value, debug.KernelFault)
+    return info.value.diagnostic
+
+
+def _cpu_barrier_finding(kind: str, thread: int, line: int) -> Diagnostic:
+    """The CPU run's finding of the same barrier (lg/host/runtime.h's report), at the same line."""
+    from layoutgen.project.execute_findings import finding_diagnostic
+    from layoutgen.project.execute_harness import HostProgram
+    from layoutgen.project.footprints import Footprint
+    from layoutgen.schema.diagnostics import Site
+
+    program = HostProgram("barrier_two", "barrier_two.cu",
+                          (Footprint("x", "Window.snap", "in", 4, "f32", 183, 136, 0, 96),), 1, 6, 128, 0, "")
+    fields = {"kind": kind, "what": "__syncthreads()", "block": "2", "thread": str(thread), "pc": "", "calls": ""}
+    return finding_diagnostic(program, fields, Site("tests/specs/sanitizer/barrier_two.cu.j2", line), None)
+
+
+@pytest.mark.parametrize(("access", "kind", "words"), [
+    (-2, "barrier-exit", "returned while other threads wait at __syncthreads()"),
+    (-3, "divergent", "reached another __syncthreads() than the threads waiting at one")])
+def test_the_gpu_and_the_cpu_word_a_barrier_fault_alike(monkeypatch: pytest.MonkeyPatch, access: int, kind: str,
+                                                        words: str) -> None:
+    """The debug build's barrier record on the GPU (LG642) and the CPU run's finding of the same barrier (LG652): one
+    message, one hint, at the barrier's line, from one function (runtime.debug.barrier_fault)."""
+    gpu = _gpu_barrier_fault(monkeypatch, access, 33, 5)
+    cpu = _cpu_barrier_finding(kind, 33, 5)
+    assert (gpu.code, cpu.code) == ("LG642", "LG652")
+    assert gpu.message == cpu.message == (
+        f"`barrier_two`: block 2, thread 33 {words}: a barrier that some threads never reach")
+    assert gpu.hint == cpu.hint
+    assert str(gpu.site) == str(cpu.site) == "tests/specs/sanitizer/barrier_two.cu.j2:5"
+
+
+# -- a NaN in an output, named as the CPU run names it -----------------------------------------------------------
+
+def test_the_debug_cubins_unheld_record_is_the_one_the_launcher_reads() -> None:
+    """The launcher reads `lg_unheld` (lg::Unheld of lg/fault.cuh) as runtime/debug.py's UnheldRecord words, the
+    file's name and the tile's."""
+    from layoutgen.runtime.debug import TILE_BYTES, UNHELD_SYMBOL, UnheldRecord
+
+    files = _render(SPEC, debug=True)
+    headers = tuple((path.rsplit("/", 1)[-1], text) for path, text in files.items() if path.endswith(".cuh"))
+    request = CompileRequest(files["debugged/shift.cu"], "generated/debugged/shift.cu", headers=headers)
+    assert _symbols(compile_cubin(request).cubin)[UNHELD_SYMBOL] == (8 * len(UnheldRecord._fields) + FAULT_FILE_BYTES
+                                                                     + TILE_BYTES)
+
+
+def _program() -> HostProgram:
+    """The CPU run's host program of bad.py's `tile_capacity_loop`: x, y and the shared tile xs."""
+    from layoutgen.project.execute_harness import HostProgram
+    from layoutgen.project.footprints import Footprint
+
+    return HostProgram("tile_capacity_loop", "tile_capacity_loop.cu", (
+        Footprint("x", "Window.snap", "in", 4, "f32", 183, 136, 0, 96),
+        Footprint("y", "Packed", "out", 4, "f32", 183, 96, 0, 96),
+        Footprint("xs", "a tile of x", "shared", 4, "f32", 32, 100, 0, 96)), 2, 6, 128, 0, "")
+
+
+def _gpu_nan(unheld: tuple[UnheldRecord, str, str] | None, inputs_finite: bool = True,
+             at: tuple[int, int, int] = (2, 38, 7)) -> Diagnostic:
+    """The launcher's report of a NaN its scan found in `y` at ``at`` ([2, 38, 7]: field row 160, column 7)."""
+    from layoutgen.runtime import debug
+    from layoutgen.runtime.plan import KernelSpec, LayoutSpec, ParamSpec
+
+    window, packed = LayoutSpec("Window", ("B", "K"), 136, "f32", 4), LayoutSpec("Packed", ("B", "K"), 96, "f32", 4)
+    y = ParamSpec("y", "out", packed, "Packed", 4, cols=(0, 96))
+    spec = KernelSpec("tile_capacity_loop", "tile_capacity_loop.cu",
+                      (ParamSpec("x", "in", window, "Window.snap", 4, cols=(0, 96)), y), ("B", "K"), 0, 1, 128)
+    return debug._non_finite_output(spec, y, at, at, (3, 61, 96), "NaN", inputs_finite, unheld)
+
+
+def test_the_gpu_and_the_cpu_word_a_read_past_a_tiles_rows_alike() -> None:
+    """A NaN in an output after a read of a short last tile's unheld row: the debug build's LG612 on the GPU (its scan,
+    with lg_unheld's record: the read, its thread and line, the tile as the build names it) and the CPU run's LG655
+    say the same (runtime.debug.unheld_fault), at the read's line."""
+    from layoutgen.project.execute_findings import finding_diagnostic
+    from layoutgen.runtime.debug import UnheldRecord
+    from layoutgen.schema.diagnostics import Site
+
+    record = UnheldRecord(hit=1, tile=0, row=23, col=7, held=23, capacity=32, block=5, thread=7, line=6)
+    gpu = _gpu_nan((record, "tests/specs/sanitizer/tile_capacity_loop.cu.j2", "tile_capacity_loop.xs (a tile of x)"))
+    fields = {"kind": "unheld", "region": "1", "row": "160", "col": "7", "field_row": "160", "tile": "0",
+              "tile_row": "23", "tile_col": "7", "held": "23", "capacity": "32", "block": "5", "thread": "7"}
+    cpu = finding_diagnostic(_program(), fields, Site("tests/specs/sanitizer/tile_capacity_loop.cu.j2", 6), None)
+    assert (gpu.code, cpu.code) == ("LG612", "LG655")
+    assert gpu.message == cpu.message == (
+        "`tile_capacity_loop` read shared `xs` (a tile of x) at row 23, column 7, past the 23 rows it holds (capacity "
+        "32), in block 5, thread 7: the NaN it read reached `y` (Packed) at row 160, column 7")
+    assert gpu.hint == cpu.hint
+    assert str(gpu.site) == str(cpu.site) == "tests/specs/sanitizer/tile_capacity_loop.cu.j2:6"
+
+
+def test_the_gpu_and_the_cpu_word_a_nan_from_finite_inputs_alike() -> None:
+    """A NaN from finite inputs with no unheld read: LG612 on the GPU, LG654 on the CPU, one message
+    (runtime.debug.nan_fault); where an input held NaN or Inf, the GPU names the element of the array instead."""
+    from layoutgen.project.execute_findings import finding_diagnostic
+
+    gpu = _gpu_nan(None)
+    fields = {"kind": "nan", "region": "1", "row": "160", "col": "7", "field_row": "160"}
+    cpu = finding_diagnostic(_program(), fields, None, None)
+    assert (gpu.code, cpu.code) == ("LG612", "LG654")
+    assert gpu.message == cpu.message == (
+        "`tile_capacity_loop` wrote NaN to `y` (Packed) at row 160, column 7 although every input was finite: it "
+        "computed with memory nothing wrote")
+    assert gpu.hint == cpu.hint
+    carried = _gpu_nan(None, inputs_finite=False)
+    assert (carried.code, carried.message) == (
+        "LG612", "`tile_capacity_loop` wrote NaN to `y` (Packed) at index [2, 38, 7] of the Packed array")
+
+
+@settings(max_examples=60, deadline=None)
+@given(access=st.sampled_from([-2, -3]), block=st.integers(0, 2**31 - 1), thread=st.integers(0, 1023),
+       line=st.integers(1, 10**6))
+def test_every_barrier_record_is_worded_as_the_cpu_runs_finding(access: int, block: int, thread: int,
+                                                                line: int) -> None:
+    """Whatever the record holds, the GPU's report of it and the CPU run's of the same barrier agree word for word."""
+    from layoutgen.runtime import debug
+    from layoutgen.runtime.plan import KernelSpec, LayoutSpec, ParamSpec
+    from tests.helpers.debug_fault import FaultRecord, fault_words
+
+    record = FaultRecord(fault_words(b"k.cu.j2", hit=1, block=block, thread=thread, access=access, line=line))
+    window = LayoutSpec("Window", ("B", "K"), 136, "f32", 4)
+    spec = KernelSpec("barrier_two", "barrier_two.cu", (ParamSpec("x", "in", window, "Window.snap", 4, cols=(0, 96)),),
+                      ("B", "K"), 0, 1, 128)
+    real = debug._fault_record, debug._synchronize
+    debug._fault_record, debug._synchronize = (lambda module: record), (lambda stream: None)
+    try:
+        with pytest.raises(debug.BarrierFault) as info:
+            debug.check_fault(spec, object(), None)
+    finally:
+        debug._fault_record, debug._synchronize = real
+    from layoutgen.project.execute_findings import finding_diagnostic
+    from layoutgen.project.execute_harness import HostProgram
+    from layoutgen.project.footprints import Footprint
+    from layoutgen.schema.diagnostics import Site
+
+    program = HostProgram("barrier_two", "barrier_two.cu",
+                          (Footprint("x", "Window.snap", "in", 4, "f32", 183, 136, 0, 96),), 1, 6, 128, 0, "")
+    fields = {"kind": debug.BARRIER_KINDS[access], "what": "__syncthreads()", "block": str(block),
+              "thread": str(thread), "pc": "", "calls": ""}
+    cpu = finding_diagnostic(program, fields, Site("k.cu.j2", line), None)
+    gpu = info.value.diagnostic
+    assert (gpu.message, gpu.hint, str(gpu.site)) == (cpu.message, cpu.hint, str(cpu.site))
+    assert (gpu.code, cpu.code) == ("LG642", "LG652")
+
+
+FILL = "_ZN2lg6v0_1_05debug21fill_shared_with_onesEv"  # lg::v0_1_0::debug::fill_shared_with_ones()
+
+
+@pytest.mark.parametrize("kernel", ["static_shared_block", "tile_capacity_loop", "entry_pitch"])
+def test_a_debug_kernel_fills_its_blocks_shared_memory_with_ones_first(kernel: str) -> None:
+    """Each generated kernel of the debug build (a template's, a hand-written entry's) first fills the block's shared
+    memory, static arrays and dynamic buffer, with all-ones bytes (lg/debug_shared.cuh), as the CPU run does before
+    each block: what a block reads of it before writing is a NaN there too. The release build does not."""
+    spec = "tests/specs/sanitizer/bad.py"
+    loaded = load_spec(REPO / spec)
+    assert loaded.spec is not None
+    found = {}
+    for debug in (False, True):
+        rendered = render_spec(loaded.spec, REPO, spec, debug=debug, out="build/test-debug-fill")
+        headers = tuple(sorted((path.rsplit("/", 1)[-1], text) for path, text in rendered.files.items()
+                               if path.endswith(".cuh")))
+        path = f"{loaded.spec.name}/{kernel}.cu"
+        body = rendered.files[path].split(f"{kernel}(", 1)[1].split("{\n", 1)[1]
+        found[debug] = (body.splitlines()[0].strip(), sorted({name.rsplit("$", 1)[-1] for name in _symbols(
+            compile_cubin(CompileRequest(rendered.files[path], path, headers=headers, arch="sm_90")).cubin)
+            if name.endswith(FILL)}))
+    assert found[True] == ("lg::fill_shared_with_ones();  // debug build: the block's shared memory all-ones bytes "
+                           "first (lg/debug_shared.cuh)", [FILL])
+    assert found[False][1] == [] and "fill_shared_with_ones" not in found[False][0]
+
+
+@settings(max_examples=60, deadline=None)
+@given(b=st.integers(0, 2), k=st.integers(0, 60), col=st.integers(0, 95), held=st.integers(1, 31),
+       extra=st.integers(0, 30), tile_col=st.integers(0, 95), block=st.integers(0, 5), thread=st.integers(0, 127),
+       line=st.integers(0, 10**5), unheld=st.booleans())
+def test_every_nan_from_finite_inputs_is_worded_as_the_cpu_runs_finding(b: int, k: int, col: int, held: int,
+                                                                       extra: int, tile_col: int, block: int,
+                                                                       thread: int, line: int, unheld: bool) -> None:
+    """Whatever the NaN's place and the unheld read's record, the GPU's LG612 and the CPU run's LG655 (or LG654, with no
+    such read) agree word for word, at the same line (none where the record has none)."""
+    from layoutgen.project.execute_findings import finding_diagnostic
+    from layoutgen.runtime.debug import UnheldRecord
+    from layoutgen.schema.diagnostics import Site
+
+    row, tile_row = b * 61 + k, min(held + extra, 31)
+    record = UnheldRecord(1, 0, tile_row, tile_col, held, 32, block, thread, line)
+    file = "tests/specs/sanitizer/tile_capacity_loop.cu.j2"
+    gpu = _gpu_nan((record, file, "tile_capacity_loop.xs (a tile of x)") if unheld else None, at=(b, k, col))
+    fields = {"kind": "unheld" if unheld else "nan", "region": "1", "row": str(row), "col": str(col),
+              "field_row": str(row), "tile": "0", "tile_row": str(tile_row), "tile_col": str(tile_col),
+              "held": str(held), "capacity": "32", "block": str(block), "thread": str(thread)}
+    at = Site(file, line) if unheld and line > 0 else None
+    cpu = finding_diagnostic(_program(), fields, at, None)
+    assert (gpu.message, gpu.hint, str(gpu.site)) == (cpu.message, cpu.hint, str(cpu.site))

@@ -7,7 +7,9 @@ short last tile, a tile filled from a narrower field, barriers in branches, a ha
 refused with its message at the user's line. tests/specs/sanitizer/good.py holds correct kernels of the
 same shapes (shuffles, atomics, tails of 1 and R-1 rows, a cp.async ring, a hand-written entry): none is.
 The examples raise no false alarm. Which thread meets a finding first varies between runs: the messages
-are asserted whole, with the block, thread and (for a loop) the column as patterns.
+are asserted whole, with the block, thread and (for a loop) the column as patterns. What each kernel of bad.py
+and pointers.py is refused with is tests/helpers/sanitizer_expectations.py's, which the GPU's debug build is held
+to as well (tests/gpu/test_sanitizer_gpu.py).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from layoutgen.project.process import SpecResult
 from layoutgen.project.specload import load_spec
 from layoutgen.schema.diagnostics import Diagnostic
 from tests.helpers.debug_fault import install_fault
+from tests.helpers.sanitizer_expectations import EXPECTED, POINTERS, T, pattern
 
 REPO = Path(__file__).resolve().parent.parent
 SPECS = REPO / "tests" / "specs" / "sanitizer"
@@ -51,54 +54,9 @@ def bad() -> dict[str, str]:
     return out
 
 
-# `<N>`: a number that depends on which thread meets the finding first (and, for a loop, on its column).
-T = "in block 0, thread <N>"
-LG650 = ("LG650: `{k}` read `x` (Window.snap) at row <N>, column <N>, outside the field's columns 0..96 "
-         "(rows 136 elements apart), " + T)
-EXPECTED = {
-    "const_stride": "tests/specs/sanitizer/const_stride.cu.j2:3: " + LG650,
-    "offset_variable": "tests/specs/sanitizer/offset_variable.cu.j2:4: " + LG650,
-    "helper_pointer": "tests/specs/sanitizer/helper_pointer.cu.j2:4: " + LG650,  # the helper's own line
-    "macro_stride": "tests/specs/sanitizer/macro_stride.cu.j2:4: " + LG650,
-    "float4_cast": "tests/specs/sanitizer/float4_cast.cu.j2:3: " + LG650,
-    "other_view_stride": "tests/specs/sanitizer/other_view_stride.cu.j2:2: " + LG650,
-    "entry_pitch": "tests/specs/sanitizer/entry_pitch.cu:13: " + LG650,
-    # The last of 6 tiles of 32 rows holds 183 - 160 = 23: the loop to the capacity reads row 23 first.
-    "tile_capacity_loop": ("tests/specs/sanitizer/tile_capacity_loop.cu.j2:6: LG655: `tile_capacity_loop` read shared "
-                           "`xs` (a tile of x) at row 23, column <N>, past the 23 rows it holds (capacity 32), in "
-                           "block 5, thread <N>: the NaN it read reached `y` (Packed) at row 160, column <N>"),
-    # One persistent block over the 6 tiles: the last one's rows 23.. held the tile before's rows (finite) until
-    # the copy left them all-ones; read through a raw pointer, the NaN shows without the read's line.
-    "persistent_capacity_loop": ("tests/specs/sanitizer/persistent_capacity_loop.cu.j2:6: LG655: "
-                                 "`persistent_capacity_loop` read shared `xs` (a tile of x) at row 23, column <N>, past "
-                                 "the 23 rows it holds (capacity 32), in block 0, thread <N>: the NaN it read reached "
-                                 "`y` (Packed) at row 160, column <N>"),
-    "persistent_capacity_raw": ("tests/specs/sanitizer/bad.py:<N>: LG654: `persistent_capacity_raw` wrote NaN to `y` "
-                                "(Packed) at row 160, column <N> although every input was finite: it computed with "
-                                "memory nothing wrote"),
-    # A static __shared__ array is one per block (it was each thread's own), all-ones before each block.
-    "static_shared_block": ("tests/specs/sanitizer/bad.py:<N>: LG654: `static_shared_block` wrote NaN to `y` (Packed) "
-                            "at row <N>, column <N> although every input was finite: it computed with memory nothing "
-                            "wrote"),
-    # The GPU's debug build says the same of these (LG611, layoutgen/runtime/debug.py's field_fault).
-    "narrow_fill": ("tests/specs/sanitizer/narrow_fill.cu.j2:1: LG651: `narrow_fill` indexed `n` (Narrow) at row <N>, "
-                    "column <N>, outside the field (183 rows, 40 columns), " + T
-                    + "; the thread stopped before the access"),
-    "lane_loop": ("tests/specs/sanitizer/lane_loop.cu.j2:3: LG651: `lane_loop` indexed `x` (Window.snap) at row <N>, "
-                  "column <N>, outside the field (183 rows, 96 columns), " + T + "; the thread stopped before the access"),
-    "barrier_branch": ("tests/specs/sanitizer/barrier_branch.cu.j2:3: LG652: `barrier_branch`: block 0, thread <N> "
-                       "returned while other threads wait at __syncthreads(): a barrier that some threads never "
-                       "reach"),
-    "barrier_two": ("tests/specs/sanitizer/barrier_two.cu.j2:<N>: LG652: `barrier_two`: block 0, thread <N> "
-                    "reached another __syncthreads() than the threads waiting at one: a barrier that some "
-                    "threads never reach"),
-}
-
-
 @pytest.mark.parametrize("kernel", sorted(EXPECTED))
 def test_each_spelling_of_a_wrong_footprint_is_refused_at_its_line(bad: dict[str, str], kernel: str) -> None:
-    pattern = re.escape(EXPECTED[kernel].replace("{k}", kernel)).replace("<N>", r"\d+")
-    assert re.fullmatch(pattern, bad[kernel]), bad[kernel]
+    assert re.fullmatch(pattern(EXPECTED[kernel], kernel), bad[kernel]), bad[kernel]
 
 
 def test_every_bad_kernel_is_refused_and_nothing_else(bad: dict[str, str]) -> None:
@@ -121,20 +79,6 @@ def test_check_execute_passes_the_qkv_and_own_kernel_examples(capsys: pytest.Cap
     assert out == "All checks passed: 2 specs, no errors.\n"
 
 
-# Checked pointers (the debug build's `&x.at(r, c)`, kept in `auto` or a template helper): the CPU run
-# reports them at the access, as AddressSanitizer would, and sees the column before a field at an odd f32
-# column, which AddressSanitizer cannot (its granules are 8 bytes, poisoned from their end).
-LG650_AT = ("LG650: `{k}` {verb} `x` (Window.snap) at row <N>, column <N>, outside the field's columns 0..96 "
-            "(rows 136 elements apart), " + T)
-POINTERS = {
-    "auto_pointer": "tests/specs/sanitizer/auto_pointer.cu.j2:2: " + LG650_AT.replace("{verb}", "read"),
-    "template_helper": "tests/specs/sanitizer/template_helper.cu.j2:5: " + LG650_AT.replace("{verb}", "read"),
-    "auto_float4": "tests/specs/sanitizer/auto_float4.cu.j2:3: " + LG650_AT.replace("{verb}", "read"),
-    "column_before": ("tests/specs/sanitizer/column_before.cu.j2:2: LG650: `column_before` read `x` (Odd.snap) at "
-                      "row <N>, column 0, outside the field's columns 1..96 (rows 96 elements apart), " + T),
-}
-
-
 @pytest.fixture(scope="module")
 def pointers() -> dict[str, str]:
     out = {}
@@ -147,8 +91,7 @@ def pointers() -> dict[str, str]:
 
 @pytest.mark.parametrize("kernel", sorted(POINTERS))
 def test_a_checked_pointer_is_refused_at_the_access(pointers: dict[str, str], kernel: str) -> None:
-    pattern = re.escape(POINTERS[kernel].replace("{k}", kernel)).replace("<N>", r"\d+")
-    assert re.fullmatch(pattern, pointers.get(kernel, "not refused")), pointers.get(kernel)
+    assert re.fullmatch(pattern(POINTERS[kernel], kernel), pointers.get(kernel, "not refused")), pointers.get(kernel)
 
 
 def _gpu_fault(monkeypatch: pytest.MonkeyPatch, words: list[int], file: bytes) -> Diagnostic:

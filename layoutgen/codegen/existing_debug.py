@@ -7,17 +7,20 @@ its own line, so that every line keeps its number behind the ``#line`` directive
 - each pointer parameter ``const float* x`` is renamed ``lg_raw_x`` in the signature (its type, and so the
   kernel's ABI and what the launcher passes, stay as written), and the body's ``{`` is followed by
   ``lg::checked_ptr<const float> x(lg_raw_x, <footprint>);``: the unmodified body reads and writes ``x`` through
-  a checked pointer (``templates/checked.cuh.j2``), which behaves as the raw pointer for arithmetic, subscripts
+  a checked pointer (``lg/checked.cuh``), which behaves as the raw pointer for arithmetic, subscripts
   and casts and reports the first access outside the field's footprint (LG611 on the GPU, LG650 on the CPU);
 - each checked pointer's row count is one more ``long long`` parameter at the end of the signature
   (``lg_rows_x``, default 0), which the launcher fills from the layouts as it fills a ``Rows`` argument;
 - a ``__shared__`` array declared in the file becomes ``static __shared__`` (the same on the GPU, where shared
   variables are static already): the CPU run's threads of a block are host threads, and share only statics.
 
+Then the file's pointer types over element types are checked pointers too (:mod:`.checked_types`: the body's
+``const float* xr = x + ...``, a ``__device__`` helper's ``const float*`` parameter, ``(const float4*)x``), so that
+a pointer stored or passed on from ``x`` stays checked; the ``__global__``'s signature is not rewritten.
+
 A pointer is left raw where its footprint is not known before the launch beyond its rows (a field counted in
-a symbolic column unit, a named range whose rows are symbolic) and where the body stores it into a raw pointer
-(``const float* xr = x + ...``): from there on it is unchecked on the GPU, and the CPU run's AddressSanitizer
-still checks it.
+a symbolic column unit, a named range whose rows are symbolic): it is unchecked on the GPU, and the CPU run's
+AddressSanitizer still checks it.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ from ..checks.raw_kernels import definition_span
 from ..declare.existing_kernels import ExistingKernel
 from ..declare.kernels import Binding, Param
 from ..schema.dims import Size
+from .checked_types import checked_pointer_types
 from .escape import c_string
 
 _SHARED = re.compile(r"(?<![\w])__shared__\b")
@@ -118,6 +122,7 @@ def debug_copy(binding: Binding, found: GlobalKernel, text: str, shown: str
     out = text
     for offset, length, insert in sorted(edits, reverse=True):
         out = out[:offset] + insert + out[offset + length :]
+    out = checked_pointer_types(out)  # a pointer the body stores or passes on stays checked (its signature stays)
     declared = replace(found, params=(*found.params, *(rows_parameter(p) for p in pointers)))
     raw = tuple(("value", 0, p.rows.coef, p.rows.symbols, 64, True, f"the rows of `{p.name}` (debug build)")
                 for p in pointers)

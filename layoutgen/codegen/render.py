@@ -27,6 +27,7 @@ from .env import (
     PACKAGE_TEMPLATES, Origin, TemplateEncodingError, environment, marked_file, skeletons, split_origins,
     template_files,
 )
+from .checked_types import checked_pointer_types
 from .escape import Escaped, c_string
 from .facts import c89_stamped, facts_header
 from .library import library_namespace, library_version_macro
@@ -346,6 +347,8 @@ def render_spec(
                 continue
             preamble = _with_lines(preamble, root, templates, closing=False)
             body = _with_lines(body, root, templates, closing=True)
+        if debug:  # the user's pointer types made checked pointers, so that one taken from a view stays checked
+            preamble, body = checked_pointer_types(preamble), checked_pointer_types(body, in_function=True)
         path = f"{base}/{binding.name}.cu"
         # The body is the user's C++ and the `#line` directives around it, whose paths are escaped above;
         # the preamble the same, and a `#line` after it that gives the file back its own numbers.

@@ -16,7 +16,7 @@ import subprocess
 from collections.abc import Sequence
 from pathlib import Path, PurePosixPath
 
-from ..runtime.debug import field_fault, footprint_fault
+from ..runtime.debug import barrier_fault, field_fault, footprint_fault, nan_fault, unheld_fault
 from ..schema.diagnostics import Diagnostic, Site
 from .execute_harness import HostProgram
 from .footprints import Footprint
@@ -155,37 +155,50 @@ def finding_diagnostic(program: HostProgram, fields: dict[str, str], found: Site
         return field_fault("LG651", kernel, params, shared, int(fields["param"]), int(fields["row"]),
                            int(fields["col"]), int(fields["rows"]), int(fields["width"]),
                            (int(fields["block"]), int(fields["thread"])), where)
-    if kind in ("barrier", "barrier-exit", "divergent"):
-        barrier = fields.get("what", "a barrier")
-        text = {"barrier": f"reached {barrier} after other threads of its "
-                           f"{'warp' if 'warp' in barrier else 'block'} returned",
-                "barrier-exit": f"returned while other threads wait at {barrier}",
-                "divergent": f"reached another {barrier} than the threads waiting at one"}[kind]
-        return Diagnostic("LG652", f"`{kernel}`: {_thread(fields)} {text}: a barrier that some threads never "
-                          "reach", where, hint="every thread of the block (or lane of the warp) must reach each "
-                          "barrier: move it out of the branch, and return only after the last one")
+    if kind in ("barrier", "barrier-exit", "divergent"):  # the debug build's LG642 on the GPU, word for word
+        return barrier_fault("LG652", kernel, kind, fields.get("what", "a barrier"),
+                             (fields.get("block", "?"), fields.get("thread", "?")), where)
     f = program.footprints[int(fields["region"])]
     row, col = int(fields["field_row"]), int(fields["col"]) - f.offset
     if kind == "unheld":
         return _unheld(program, fields, f, row, col, where)
+    if kind in ("unwritten-read", "race"):
+        return _shadow_finding(program, fields, f, row, col, where)
     if kind == "unwritten":
         return Diagnostic("LG653", f"`{kernel}` left {_array(f)} unwritten at row {row}, column {col} "
                           f"({program.blocks} blocks of {program.threads} threads)", site,
                           hint="every element of an output's field must be written: a short last tile, warp or "
                           "block, or a loop bound of another field's width, leaves some out")
-    return Diagnostic("LG654", f"`{kernel}` wrote NaN to {_array(f)} at row {row}, column {col} although every "
-                      "input was finite: it computed with memory nothing wrote", site,
-                      hint="a read past the rows a tile holds (a short last tile), or of an output element "
-                      "before it is written")
+    return nan_fault("LG654", kernel, _array(f), row, col, site)  # the debug build's LG612 on the GPU, word for word
 
 
 def _unheld(program: HostProgram, fields: dict[str, str], out: Footprint, row: int, col: int,
             where: Site | None) -> Diagnostic:
-    """A NaN in an output after a read of a shared tile's row past those it holds (LG655), at the read's line."""
+    """A NaN in an output after a read of a shared tile's row past those it holds (LG655), at the read's line: the
+    debug build's LG612 on the GPU, word for word."""
     tile = program.footprints[program.params + int(fields["tile"])]
-    held = int(fields["held"])
-    message = (f"`{program.kernel}` read {_array(tile)} at row {fields['tile_row']}, column {fields['tile_col']}, past "
-               f"the {held} {'row' if held == 1 else 'rows'} it holds (capacity {fields['capacity']}), in "
-               f"{_thread(fields)}: the NaN it read reached {_array(out)} at row {row}, column {col}")
-    return Diagnostic("LG655", message, where, hint="loop over the rows a tile holds (`tile_rows`, `t.rows`: the count "
-                      "its copy was given), not over its capacity: a short last tile holds fewer")
+    return unheld_fault("LG655", program.kernel, _array(tile), fields["tile_row"], fields["tile_col"],
+                        int(fields["held"]), fields["capacity"], (fields.get("block", "?"), fields.get("thread", "?")),
+                        _array(out), row, col, where)
+
+
+def _shadow_finding(program: HostProgram, fields: dict[str, str], f: Footprint, row: int, col: int,
+                    where: Site | None) -> Diagnostic:
+    """A read of an output element nothing wrote yet (LG656) or two plain writes of one that nothing orders (LG657),
+    from the CPU run's shadow of outputs (lg/host/shadow.h), at the access's line."""
+    kernel = program.kernel
+    if fields["kind"] == "unwritten-read":
+        how = {"3": " (a compound assignment such as `+=` reads it first)",
+               "4": " (an atomic such as atomicAdd reads it first)"}.get(fields.get("access", "0"), "")
+        return Diagnostic("LG656", f"`{kernel}` read {_array(f)} at row {row}, column {col} before anything wrote "
+                          f"it{how}, in {_thread(fields)}", where,
+                          hint="an Out parameter holds nothing until the kernel writes it: write each element before "
+                          "reading it or accumulating into it (zero it first, a barrier between where other threads "
+                          "read it), or declare the parameter InOut where its values come in")
+    between = ("with no barrier between" if fields.get("other_block") == fields.get("block")
+               else "(nothing orders two blocks)")
+    return Diagnostic("LG657", f"`{kernel}` wrote {_array(f)} at row {row}, column {col} in {_thread(fields)} after "
+                      f"block {fields.get('other_block', '?')}, thread {fields.get('other_thread', '?')} wrote it "
+                      f"{between}: plain writes of one element race", where,
+                      hint="let one thread write each element (`if (lane == 0)` after a warp's reduction), put a "
+                      "barrier between the writers, or accumulate with an atomic into an output zeroed before")

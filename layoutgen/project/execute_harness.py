@@ -102,9 +102,10 @@ def host_program(kernel: PyKernel, source: str, params: Sequence[Footprint], sha
 
 
 def headers_digest(folders: Sequence[Path]) -> str:
-    """A hash of every file under the host headers and the project's header folders."""
+    """A hash of every file under the device library layoutgen ships (the host runtime and sanitizer, and the
+    headers the debug build's files include: lg/checked.cuh...) and the project's header folders."""
     h = hashlib.sha256()
-    for folder in (INCLUDE_ROOT / "lg" / "host", *folders):
+    for folder in (INCLUDE_ROOT / "lg", *folders):
         if not folder.is_dir():
             continue
         for path in sorted(p for p in folder.rglob("*") if p.is_file()):

@@ -247,6 +247,8 @@ CODES: dict[str, Code] = _registry(
     Code("LG640", "mixed-generation", _E, "a kernel or header a launcher would compile is of another `layoutgen generate` run than its module", raised=_at(_LAUNCH, "runtime/stamps.py")),
     Code("LG641", "carried-value-overflow", _E, "an integer an existing kernel's launcher fills from the layouts does not fit the kernel's parameter type",
          raised=_at(_LAUNCH, "runtime/raw_launch.py")),
+    Code("LG642", "barrier-not-reached", _E, "a debug-build kernel left threads of a block at a barrier that others never reach",
+         raised=_at(_LAUNCH, "runtime/debug.py")),
     # LG650..LG669: the footprint sanitizer of `check --execute` found a kernel breaking its declarations.
     Code("LG650", "outside-footprint", _E, "a kernel run on the CPU accessed memory outside the footprint of the parameter it came from",
          raised=_at(_PROJECT, "project/execute_findings.py")),
@@ -255,6 +257,10 @@ CODES: dict[str, Code] = _registry(
     Code("LG653", "unwritten-output", _E, "a kernel run on the CPU left an element of an output's field unwritten", raised=_at(_PROJECT, "project/execute_findings.py")),
     Code("LG654", "output-from-unwritten", _E, "an output computed from memory nothing wrote (NaN from finite inputs)", raised=_at(_PROJECT, "project/execute_findings.py")),
     Code("LG655", "read-past-tile-rows", _E, "a read of a shared tile's row past those it holds reached an output", raised=_at(_PROJECT, "project/execute_findings.py")),
+    Code("LG656", "read-of-unwritten-output", _E, "a kernel run on the CPU read an output element before anything wrote it (a read, `+=`, or an atomic)",
+         raised=_at(_PROJECT, "project/execute_findings.py")),
+    Code("LG657", "racing-writes", _E, "two threads of a kernel run on the CPU wrote one output element with plain writes that nothing orders",
+         raised=_at(_PROJECT, "project/execute_findings.py")),
 )
 
 

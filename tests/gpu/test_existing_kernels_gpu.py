@@ -81,8 +81,8 @@ def test_the_launcher_refuses_features_packed_at_stride_40(ek: object) -> None:
 # refuses them already): each pointer parameter is an lg::checked_ptr (layoutgen/codegen/existing_debug.py), so
 # the unmodified body's reads of `x` at stride 40 stop the kernel. The message is the CPU run's LG650
 # (tests/test_existing_kernels_execute.py), as LG611, at the line of the pointer parameter in the .cu. The forward's
-# first bad read (line 39, through `const float* xr`, a raw pointer from there on) is unchecked on the GPU; its
-# read at line 62 (`x[row * VSN_FEATURE_DIM + i]`) stops it. `<N>`: which thread meets it first is the device's.
+# first bad read (line 39, through `const float* xr`, which the debug copy writes as an lg::checked_ptr keeping
+# x's footprint: layoutgen/codegen/checked_types.py) stops it. `<N>`: which thread meets it first is the device's.
 CU = "examples/existing_kernels/vsn_kernels.cu"
 STOPPED = {
     "vsn_forward": (f"{CU}:27", "`vsn_forward` read `x` (Window.snap) at row <N>, column <N>, outside the field's "

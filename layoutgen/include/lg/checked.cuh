@@ -10,10 +10,13 @@
 // CPU run's LG650. The accessors hand out an lg::checked_ref, a reference that checks each read and write,
 // so that `&` of one is a checked pointer.
 //
-// The limit: a checked pointer converted to a raw pointer type (stored into a `const float*` variable,
-// passed to a function taking `float*`, `const auto*`) is a plain pointer from there on, unchecked on the
-// GPU (the CPU run still checks it, through AddressSanitizer). Keep it checked with `auto`, or make the
-// helper a template (`template <typename P> void f(P from)`) or take `auto`.
+// The user's pointer types stay checked too: the debug build writes each pointer declarator over an element type
+// (`const float* p`, a __device__ helper's `float*` parameter, `(const float4*)e`, `static_cast<const float*>`) as
+// lg::checked_ptr (layoutgen/codegen/checked_types.py), so a pointer stored or passed on keeps its footprint, and
+// a raw pointer made one (a local or shared array, nullptr) checks nothing. The limit: what that rewrite leaves
+// raw (several declarators in one declaration, a volatile pointee, a struct's member, a function of a header
+// taking `float*`, a function template deducing `T*`) converts to a plain pointer, unchecked on the GPU (the CPU
+// run still checks it, through AddressSanitizer).
 #ifndef LG_V0_1_0_CHECKED_CUH
 #define LG_V0_1_0_CHECKED_CUH
 #include "fault.cuh"
@@ -70,14 +73,19 @@ struct footprint {
         frow = field_row(row);
         return frow >= 0 && col >= offset && col < offset + width;
     }
-    // Check an access of `bytes` bytes at `at`: 0 a read, 1 a write, 2 either (a reference handed out).
+    // Check an access of `bytes` bytes at `at`: 0 a read, 1 a write, 2 either (a reference handed out), 3 a
+    // compound assignment (a read, then a write), 4 an atomic that reads the old value, 5 atomicExch.
     __device__ __forceinline__ void check(const void* at, long long bytes, int access) const {
+#ifdef LG_HOST_ACCESS  // the CPU run's shadow of outputs (lg/host/shadow.h): unwritten reads, racing writes
+        LG_HOST_ACCESS(array, param, at, bytes, access);
+#endif
         const long long first = static_cast<const unsigned char*>(at) - array;
         const long long lo = first >= 0 ? first / itemsize : -1 - (-1 - first) / itemsize;
         const long long hi = (first + bytes - 1) >= 0 ? (first + bytes - 1) / itemsize : -1 - (-first - bytes) / itemsize;
         long long row, col, frow;
         if (!holds(lo, row, col, frow) || (hi != lo && !holds(hi, row, col, frow)))
-            out_of_footprint(where, param, row, col, frow, offset, width, row_stride, access, taken.file, taken.line);
+            out_of_footprint(where, param, row, col, frow, offset, width, row_stride, access > 2 ? 1 : access,
+                             taken.file, taken.line);
     }
 };
 
@@ -110,13 +118,38 @@ class checked_ptr {
     using lg_checked_pointee = T;  // how lg/host/runtime.h tells a checked pointer (its __ldg)
     T* p;
     footprint f;
+    // Whether U* converts to T* as the language converts raw pointers (the constructors' conditions, written
+    // without <type_traits>, which NVRTC does not have).
+    template <typename U> struct converts {
+        __device__ static char test(T*);
+        __device__ static long test(...);
+        static constexpr bool value = sizeof(test(static_cast<U*>(nullptr))) == 1;
+    };
 
     __device__ __forceinline__ checked_ptr(T* at, const footprint& fp) : p(at), f(fp) {}
-    // A raw pointer where one is asked for (a helper taking `const float*`): unchecked from there on.
+    // The user's pointer types are this type in the debug build (codegen/checked_types.py writes
+    // `const float* p` as `lg::checked_ptr<const float> p`), so it is made wherever a raw pointer is:
+    // declared without a value (left indeterminate, as the raw pointer is; and trivial, as __shared__ wants),
+    checked_ptr() = default;
+    // from a raw pointer or nullptr: one no parameter's footprint covers (a local or shared array, a pointer the
+    // kernel was passed raw), checked against nothing, as it was before the rewrite;
+    __device__ __forceinline__ checked_ptr(T* at) : p(at), f(unchecked()) {}
+    // from a checked pointer that converts as the raw one does (`float` to `const float`): the same footprint;
+    template <typename U, typename enable_if<converts<U>::value, int>::type = 0>
+    __device__ __forceinline__ checked_ptr(const checked_ptr<U>& q) : p(q.p), f(q.f) {}
+    // and, cast explicitly, from one of another pointee (`(lg::checked_ptr<const float4>)p`, static_cast<>):
+    // the same footprint, which counts bytes; from a raw pointer of another type (`(const float4*)shared`):
+    // unchecked, as that raw pointer is.
+    template <typename U, typename enable_if<!converts<U>::value, int>::type = 0>
+    __device__ __forceinline__ explicit checked_ptr(const checked_ptr<U>& q) : p((T*)q.p), f(q.f) {}
+    template <typename U>
+    __device__ __forceinline__ explicit checked_ptr(U* at) : p((T*)at), f(unchecked()) {}
+    // from an integer (`(const float4*)address`): an address, unchecked.
+    template <typename I, if_index<I> = 0>
+    __device__ __forceinline__ explicit checked_ptr(I address)
+        : p((T*)static_cast<unsigned long long>(address)), f(unchecked()) {}  // (as the raw cast: sign-extended)
+    // A raw pointer where one is asked for (a function of a header, a __global__'s argument): unchecked there.
     __device__ __forceinline__ operator T*() const { return p; }
-    // (const float4*)p and static_cast<const float4*>(p): a pointer of another type over the same footprint.
-    template <typename V>
-    __device__ __forceinline__ explicit operator checked_ptr<V>() const { return checked_ptr<V>((V*)p, f); }
     template <typename V>
     __device__ __forceinline__ explicit operator V*() const { return (V*)p; }
 
@@ -134,7 +167,10 @@ class checked_ptr {
     __device__ __forceinline__ friend checked_ptr operator+(I i, const checked_ptr& q) { return checked_ptr(q.p + i, q.f); }
     template <typename I, if_index<I> = 0>
     __device__ __forceinline__ checked_ptr operator-(I i) const { return checked_ptr(p - i, f); }
-    __device__ __forceinline__ long long operator-(const checked_ptr& q) const { return p - q.p; }
+    // Two checked pointers' difference (a template: a raw pointer is subtracted as the language does, after the
+    // conversion to T*, not made a checked pointer first, which would make `p - raw` ambiguous).
+    template <typename U>
+    __device__ __forceinline__ long long operator-(const checked_ptr<U>& q) const { return p - q.p; }
     template <typename I, if_index<I> = 0>
     __device__ __forceinline__ checked_ptr& operator+=(I i) { p += i; return *this; }
     template <typename I, if_index<I> = 0>
@@ -145,6 +181,12 @@ class checked_ptr {
     __device__ __forceinline__ checked_ptr operator--(int) { checked_ptr old = *this; --p; return old; }
 
   private:
+    // The footprint of a pointer no parameter's covers: every element of it holds (rows of one element, at
+    // least as many as addresses), so its accesses check nothing. `param` -1 and `array` null tell it apart
+    // for whatever looks at a footprint (lg::footprint::check's callers in the CPU run).
+    __device__ __forceinline__ static footprint unchecked() {
+        return {nullptr, 0x7fffffffffffffffLL, 1, 0, 1, 0, 0, 0, 1, 1, -1, nullptr, {nullptr, 0}};
+    }
     // Scalars: a checked reference (a read and a write told apart); a vector type: its members are reached
     // through the reference, so the whole element is checked at once.
     __device__ __forceinline__ decltype(auto) at(T* e) const {
@@ -183,16 +225,16 @@ class checked_ref {
 #define LG_COMPOUND(op)                                 \
     template <typename V>                               \
     __device__ __forceinline__ T& operator op(V&& v) && { \
-        f.check(p, sizeof(T), 1);                       \
+        f.check(p, sizeof(T), 3);                       \
         return *p op static_cast<V&&>(v);               \
     }
     LG_COMPOUND(+=) LG_COMPOUND(-=) LG_COMPOUND(*=) LG_COMPOUND(/=) LG_COMPOUND(%=)
     LG_COMPOUND(&=) LG_COMPOUND(|=) LG_COMPOUND(^=) LG_COMPOUND(<<=) LG_COMPOUND(>>=)
 #undef LG_COMPOUND
-    __device__ __forceinline__ T& operator++() && { f.check(p, sizeof(T), 1); return ++*p; }
-    __device__ __forceinline__ T& operator--() && { f.check(p, sizeof(T), 1); return --*p; }
-    __device__ __forceinline__ T operator++(int) && { f.check(p, sizeof(T), 1); return (*p)++; }
-    __device__ __forceinline__ T operator--(int) && { f.check(p, sizeof(T), 1); return (*p)--; }
+    __device__ __forceinline__ T& operator++() && { f.check(p, sizeof(T), 3); return ++*p; }
+    __device__ __forceinline__ T& operator--() && { f.check(p, sizeof(T), 3); return --*p; }
+    __device__ __forceinline__ T operator++(int) && { f.check(p, sizeof(T), 3); return (*p)++; }
+    __device__ __forceinline__ T operator--(int) && { f.check(p, sizeof(T), 3); return (*p)--; }
 };
 
 template <typename A, typename B> struct is_same { static constexpr bool value = false; };
@@ -220,18 +262,32 @@ __host__ __device__ __forceinline__ decltype(auto) reinterpret_checked(From&& fr
     }
 }
 
+// const_cast of a pointer in the user's code (codegen/checked_types.py writes `const_cast<float*>(p)` as
+// lg::const_checked<float*>(p), since `p` may be a checked pointer there, which the language's cast cannot take):
+// a checked pointer keeps its footprint, every other operand is the language's own cast.
+template <typename To, typename From>
+__host__ __device__ __forceinline__ decltype(auto) const_checked(From&& from) {
+    if constexpr (is_checked_ptr<From>::value) {
+        return checked_ptr<typename pointee<To>::type>(const_cast<To>(from.p), from.f);
+    } else {
+        return const_cast<To>(static_cast<From&&>(from));
+    }
+}
+
 // Atomics on a checked pointer (`atomicAdd(&total(c), v)`): checked as a write, then the device's own
-// (found by argument-dependent lookup, ahead of the conversion to a raw pointer).
-#define LG_CHECKED_ATOMIC(name)                                                        \
+// (found by argument-dependent lookup, ahead of the conversion to a raw pointer). `access`: 4 where the atomic
+// reads the old value (an atomicAdd into an output nothing wrote reads its poison: LG656 in the CPU run), 5
+// for atomicExch, which only writes.
+#define LG_CHECKED_ATOMIC(name, access)                                                \
     template <typename T, typename... V>                                                \
     __device__ __forceinline__ auto name(const checked_ptr<T>& at, V... values) {      \
-        at.f.check(at.p, sizeof(T), 1);                                                 \
+        at.f.check(at.p, sizeof(T), access);                                            \
         return ::name(at.p, values...);                                                 \
     }
-LG_CHECKED_ATOMIC(atomicAdd) LG_CHECKED_ATOMIC(atomicSub) LG_CHECKED_ATOMIC(atomicExch)
-LG_CHECKED_ATOMIC(atomicMin) LG_CHECKED_ATOMIC(atomicMax) LG_CHECKED_ATOMIC(atomicCAS)
-LG_CHECKED_ATOMIC(atomicAnd) LG_CHECKED_ATOMIC(atomicOr) LG_CHECKED_ATOMIC(atomicXor)
-LG_CHECKED_ATOMIC(atomicInc) LG_CHECKED_ATOMIC(atomicDec)
+LG_CHECKED_ATOMIC(atomicAdd, 4) LG_CHECKED_ATOMIC(atomicSub, 4) LG_CHECKED_ATOMIC(atomicExch, 5)
+LG_CHECKED_ATOMIC(atomicMin, 4) LG_CHECKED_ATOMIC(atomicMax, 4) LG_CHECKED_ATOMIC(atomicCAS, 4)
+LG_CHECKED_ATOMIC(atomicAnd, 4) LG_CHECKED_ATOMIC(atomicOr, 4) LG_CHECKED_ATOMIC(atomicXor, 4)
+LG_CHECKED_ATOMIC(atomicInc, 4) LG_CHECKED_ATOMIC(atomicDec, 4)
 #undef LG_CHECKED_ATOMIC
 
 // A row that checks each column against its field before the access (`x.row(r)`), handing out checked

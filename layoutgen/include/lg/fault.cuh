@@ -17,7 +17,9 @@ struct Fault {
     unsigned long long hit;  // 0 until an access falls outside its field
     long long param, row, col, rows, width;
     long long block, thread;  // who met it (the CPU run of `check --execute` reports the same)
-    long long access;  // -1: an accessor's index check; 0 a read, 1 a write, 2 either: through a checked pointer
+    long long access;  // -1: an accessor's index check; 0 a read, 1 a write, 2 either: through a checked pointer;
+                       // -2 a thread returned while others wait at a barrier, -3 a thread reached another barrier
+                       // (lg/debug_barrier.cuh: `thread` is that thread, `line` the barrier's)
     long long line;  // the user's line of the access or of the pointer's taking (0: not known), in `file`
     long long offset, row_stride;  // a checked pointer's footprint: the field's first column, its rows' stride
     char file[256];
@@ -82,19 +84,21 @@ __device__ __noinline__ void out_of_footprint(const char* where, int param, long
 // The first read of a launch, through a shared tile's accessor, of a row past those the tile holds (a short last
 // tile: rows `held`.. of its `capacity`) that still held what the copy left there. Not a fault on its own: a
 // kernel may compute rows it never stores (a tensor-core tile's rows past the count). The record names the read
-// where the launch's NaN scan finds a NaN in an output, as the CPU run's LG655 does.
+// where the launch's NaN scan finds a NaN in an output, in the CPU run's LG655 words (layoutgen/runtime/debug.py's
+// UnheldRecord reads it word for word).
 struct Unheld {
     unsigned long long hit;  // 0 until such a read
     long long tile, row, col, held, capacity;
     long long block, thread, line;  // who read it, and the user's line of the read in `file`
     char file[256];
+    char tile_name[128];  // the tile as the debug build names it: `kernel.xs (a tile of x)`
 };
 }  // namespace lg
 extern "C" {
 __device__ lg::Unheld lg_unheld;
 }
 namespace lg {
-__device__ __noinline__ void unheld_read(const char*, int tile, long long row, long long col, long long held,
+__device__ __noinline__ void unheld_read(const char* where, int tile, long long row, long long col, long long held,
                                          long long capacity, const char* file, int line) {
     if (atomicCAS(&lg_unheld.hit, 0ull, 1ull) != 0ull) return;
     lg_unheld.tile = tile;
@@ -108,6 +112,8 @@ __device__ __noinline__ void unheld_read(const char*, int tile, long long row, l
     int n = 0;
     for (; file && file[n] && n < 255; ++n) lg_unheld.file[n] = file[n];
     lg_unheld.file[n] = 0;
+    for (n = 0; where && where[n] && n < 127; ++n) lg_unheld.tile_name[n] = where[n];
+    lg_unheld.tile_name[n] = 0;
 }
 }  // namespace lg
 #endif  // LG_DEBUG_DEFINED

@@ -11,6 +11,8 @@
 //   lg/entry.cuh        what a hand-written kernel's entry is asked (SourceKernel)
 //   lg/debug_tile.cuh   the debug build's lg::SharedTile        (lg/debug.cuh)
 //   lg/checked.cuh      the debug build's checked pointers and views   (lg/debug.cuh)
+//   lg/debug_barrier.cuh the debug build's checked __syncthreads()   (lg/debug.cuh)
+//   lg/debug_shared.cuh the debug build's shared memory at a block's start: all-ones   (lg/debug.cuh)
 //   lg/site.cuh, lg/fault.cuh   the debug build's contract with what reports its faults (not versioned)
 //   lg/checked_cast.cuh  the debug build's reinterpret_cast, for the code after a debug views header
 #ifndef LG_V0_1_0_LG_CUH

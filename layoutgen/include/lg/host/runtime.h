@@ -95,6 +95,8 @@ struct Barrier {
     std::mutex mutex;
     std::condition_variable moved;
     int expected = 0, arrived = 0, exited = 0;
+    // How many times the barrier was met: to a thread, the barriers it has passed (lg/host/shadow.h tells two
+    // writes that a barrier orders by it).
     std::atomic<unsigned long long> generation{0};
     const void* site = nullptr;
 };

@@ -15,12 +15,14 @@
 // access is reported once per place (the address of the access) and the run goes on, so that every bad line
 // of a kernel is found in one run (built with -fsanitize-recover=address, run with halt_on_error=0); after
 // max_findings places, and at a finding the run cannot go on from (a view's check, a barrier, a crash), the
-// process ends.
+// process ends. The outputs have a shadow besides (lg/host/shadow.h): a read of an element nothing wrote and two
+// plain writes of one element that nothing orders are found at their line.
 #pragma once
 #include <execinfo.h>
 #include <sanitizer/asan_interface.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -42,6 +44,7 @@ struct Region {
     long long axis_size, axis_start, axis_len, axis_inner;  // rows of a named range; axis_size 0: every row
     long long shared_start;  // shared: its first byte in the buffer
     unsigned char* base = nullptr;
+    std::atomic<std::uint64_t>* shadow = nullptr;  // an output's: who wrote each element (lg/host/shadow.h)
 
     long long elements() const { return layout_rows * row_stride; }
     bool row_in(long long r) const {
@@ -198,9 +201,14 @@ inline bool is_unwritten(const unsigned char* at, int itemsize, char kind) {
     return std::memcmp(at, want, itemsize) == 0;
 }
 
+}  // namespace lg_san
+#include "shadow.h"  // the outputs' shadow: unwritten reads and racing writes at their line (uses what is above)
+namespace lg_san {
+
 // Allocate, fill and poison every parameter's array: inputs random finite values, outputs unwritten().
 inline void prepare(Launch& launch) {
     current = &launch;
+    make_shadows(launch);
     __asan_set_error_report_callback(on_asan_report);
     std::mt19937 random(launch.seed);
     std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
@@ -268,9 +276,11 @@ inline void reset_shared(unsigned) {
 
 // After the launch: each output's footprint holds no unwritten() element and no other NaN (computed from
 // memory nothing wrote: every input was finite). After a bad access a NaN may come from what it read, so
-// then only unwritten elements are looked for.
+// then only unwritten elements are looked for; so too after a read of an output element nothing wrote (its
+// poison is the NaN), and an element that holds the poison although a checked write reached it was written
+// with a NaN computed from that read, not left unwritten.
 inline int finish(const Launch& launch) {
-    const bool accessed_badly = findings.count > 0;
+    const bool accessed_badly = findings.count > 0 || unwritten_reads.load() != 0;
     for (int i = 0; i < launch.count; ++i) {
         const Region& r = launch.regions[i];
         if (r.access != 1 && r.access != 2) continue;
@@ -278,7 +288,7 @@ inline int finish(const Launch& launch) {
             if (!r.row_in(row)) continue;
             for (long long c = r.offset; c < r.offset + r.width; ++c) {
                 const unsigned char* at = r.base + (row * r.row_stride + c) * r.itemsize;
-                const bool ones = is_unwritten(at, r.itemsize, r.kind);
+                const bool ones = is_unwritten(at, r.itemsize, r.kind) && !shadow_written(r, row * r.row_stride + c);
                 bool nan = false;
                 if (r.kind == 'f' && r.itemsize == 4) {
                     float v;
