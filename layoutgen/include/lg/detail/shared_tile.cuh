@@ -5,6 +5,16 @@
 #if !defined(LG_DETAIL_DEBUG)
 #error "lg/detail/shared_tile.cuh is included by lg/tile.cuh and lg/debug_tile.cuh only"
 #endif
+// The debug build's copies take their caller's line (LG_SITE, lg/site.cuh) and hand it to the view's accessor, so
+// that a copy from a narrower field is named at the user's `xs.load(...)`, not at this file's line; the release
+// build's signatures have no such parameter.
+#if LG_DETAIL_DEBUG
+#define LG_DETAIL_CALLER , lg::site lg_site LG_SITE
+#define LG_DETAIL_AT , lg_site
+#else
+#define LG_DETAIL_CALLER
+#define LG_DETAIL_AT
+#endif
 
 // A tile of up to Capacity rows of a field's Width columns in shared memory, Pitch
 // elements a row, that the Threads threads of a block (Scope block) or the 32 lanes of a
@@ -135,7 +145,7 @@ struct SharedTile {
     // <= 0), in groups as wide as both the tile and the view's launcher allow (declare vector=16 on a
     // parameter a tile of 16-byte groups is copied to or from, for 16-byte copies).
     template <typename View, typename Index>
-    __device__ __forceinline__ void load(const View& view, Index first, int count) const {
+    __device__ __forceinline__ void load(const View& view, Index first, int count LG_DETAIL_CALLER) const {
         check_count(count);
 #if LG_DETAIL_DEBUG
         lg_copied(count);
@@ -145,7 +155,7 @@ struct SharedTile {
 #pragma unroll
         for (int k = 0; k < per_thread; ++k) {
             const int q = copier() + k * Threads;
-            if (q < count * groups) staged[k] = view.template vec<bytes>(first + q / groups, q % groups);
+            if (q < count * groups) staged[k] = view.template vec<bytes>(first + q / groups, q % groups LG_DETAIL_AT);
         }
 #pragma unroll
         for (int k = 0; k < per_thread; ++k) {
@@ -158,7 +168,7 @@ struct SharedTile {
     // and groups under 4 bytes, load() at once. Make the copies visible with lg::async_commit() after the
     // copies of a stage, lg::async_wait<N>() (all but the newest N stages have landed) and a barrier.
     template <typename View, typename Index>
-    __device__ __forceinline__ void load_async(const View& view, Index first, int count) const {
+    __device__ __forceinline__ void load_async(const View& view, Index first, int count LG_DETAIL_CALLER) const {
         constexpr int bytes = Copy<View>::bytes, groups = Copy<View>::groups;
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
         if constexpr (bytes >= 4) {
@@ -170,7 +180,7 @@ struct SharedTile {
             // pipeline keeps its registers for the tiles it computes on.
 #pragma unroll 4
             for (int q = copier(); q < count * groups; q += Threads) {
-                const void* from = &view.template vec<bytes>(first + q / groups, q % groups);
+                const void* from = &view.template vec<bytes>(first + q / groups, q % groups LG_DETAIL_AT);
                 const unsigned to = static_cast<unsigned>(__cvta_generic_to_shared(&vec<bytes>(q / groups, q % groups)));
                 if constexpr (bytes == 16)  // .cg: around L1, as the data is used once from shared memory
                     asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(to), "l"(from) : "memory");
@@ -180,25 +190,31 @@ struct SharedTile {
             return;
         }
 #endif
-        load(view, first, count);
+        load(view, first, count LG_DETAIL_AT);
     }
     // Rows 0..count of the tile into rows first..first+count of `view`, in groups as load() makes them (a loop:
     // a store does not wait either).
     template <typename View, typename Index>
-    __device__ __forceinline__ void store(const View& view, Index first, int count) const {
+    __device__ __forceinline__ void store(const View& view, Index first, int count LG_DETAIL_CALLER) const {
         check_count(count);
         constexpr int bytes = Copy<View>::bytes, groups = Copy<View>::groups;
 #pragma unroll 4
         for (int q = copier(); q < count * groups; q += Threads)
-            view.template vec<bytes>(first + q / groups, q % groups) = vec<bytes>(q / groups, q % groups);
+            view.template vec<bytes>(first + q / groups, q % groups LG_DETAIL_AT) = vec<bytes>(q / groups, q % groups);
     }
     // The same copies of the rows of a tile of a persistent grid (lg::Tile: rows t.row .. t.row + t.rows).
     template <typename View, typename Rows>
-    __device__ __forceinline__ void load(const View& view, const Rows& rows) const { load(view, rows.row, rows.rows); }
-    template <typename View, typename Rows>
-    __device__ __forceinline__ void load_async(const View& view, const Rows& rows) const {
-        load_async(view, rows.row, rows.rows);
+    __device__ __forceinline__ void load(const View& view, const Rows& rows LG_DETAIL_CALLER) const {
+        load(view, rows.row, rows.rows LG_DETAIL_AT);
     }
     template <typename View, typename Rows>
-    __device__ __forceinline__ void store(const View& view, const Rows& rows) const { store(view, rows.row, rows.rows); }
+    __device__ __forceinline__ void load_async(const View& view, const Rows& rows LG_DETAIL_CALLER) const {
+        load_async(view, rows.row, rows.rows LG_DETAIL_AT);
+    }
+    template <typename View, typename Rows>
+    __device__ __forceinline__ void store(const View& view, const Rows& rows LG_DETAIL_CALLER) const {
+        store(view, rows.row, rows.rows LG_DETAIL_AT);
+    }
 };
+#undef LG_DETAIL_CALLER
+#undef LG_DETAIL_AT
