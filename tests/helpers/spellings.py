@@ -79,6 +79,7 @@ class Written:
     path: str  # relative to the project's root
     line: int  # of the bad access in that file (the bad kernel's)
     binding: int  # the line of the kernel's binding in its spec module
+    gpu_line: int = 0  # where the GPU's debug build names it: Spelling.taken in that file
 
 
 def kernels() -> list[tuple[Spelling, str]]:
@@ -133,8 +134,8 @@ def _entry(s: Spelling, spec: str, scope: str, body: str) -> tuple[str, int]:
     return "\n".join([*lines, *_indent(body, 4), "}"]) + "\n", first
 
 
-def _written(s: Spelling, form: str, spec: str, good: bool) -> tuple[str, str, int]:
-    """(file name, text, the bad access's line) of spelling ``s`` in ``form``."""
+def _written(s: Spelling, form: str, spec: str, good: bool) -> tuple[str, str, int, int]:
+    """(file name, text, the bad access's line, the GPU's line for it) of spelling ``s`` in ``form``."""
     scope, body = (s.good_scope, s.good) if good else (s.scope, s.body)
     name = f"{s.name}_{form}"
     if form == "entry":
@@ -143,11 +144,15 @@ def _written(s: Spelling, form: str, spec: str, good: bool) -> tuple[str, str, i
     else:
         text, first = _template(s, scope, body) if form == "template" else _helper(s, spec, scope, body)
         file = f"{name}.cu.j2"
+    return file, text, _in_file(s, form, first, s.line), _in_file(s, form, first, s.taken)
+
+
+def _in_file(s: Spelling, form: str, first: int, line: int) -> int:
+    """Line ``line`` of ``s`` (counted over its scope, then its body) in its file of ``form``, whose body starts at
+    line ``first``: the scope's lines follow a first line (the preamble block's, or the entry's comment and include)."""
     scoped = len(s.scope.splitlines())
-    # The scope's lines follow a first line (the preamble block's, or the entry's comment and include).
     scope_first = 3 if form == "entry" else 2
-    line = scope_first + s.line - 1 if s.line <= scoped else first + s.line - scoped - 1
-    return file, text, line
+    return scope_first + line - 1 if line <= scoped else first + line - scoped - 1
 
 
 def write_project(root: Path) -> dict[str, list[Written]]:
@@ -163,7 +168,7 @@ def write_project(root: Path) -> dict[str, list[Written]]:
         lines = [SPEC_HEAD.format(kind=kind)]
         out[kind] = []
         for s, form in kernels():
-            file, text, line = _written(s, form, spec, kind == "good")
+            file, text, line, gpu_line = _written(s, form, spec, kind == "good")
             (folder / file).write_text(text, encoding="utf-8")
             name = f"{s.name}_{form}"
             shared = ', shared=[Tile("xs", "x")]' if s.tile else ""
@@ -172,7 +177,7 @@ def write_project(root: Path) -> dict[str, list[Written]]:
                         f'Kernel("{name}", "{file}", params({s.vector16}, {s.narrow}), grid=GRIDS["{s.grid}"]{shared})')
             narrow = ", n=Narrow" if s.narrow else ""
             lines.append(f"kernels.append({declared}.bind(x={X_VIEW[s.grid]}{narrow}, y=Packed))")
-            out[kind].append(Written(name, s, form, f"{kind}/{file}", line, 0))
+            out[kind].append(Written(name, s, form, f"{kind}/{file}", line, 0, gpu_line))
         lines.append(f'\nspec = Spec("{spec}", kernels=kernels)\n')
         text = "\n".join(lines)
         (folder / "spec.py").write_text(text, encoding="utf-8")

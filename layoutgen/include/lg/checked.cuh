@@ -351,8 +351,10 @@ struct CheckedField : Base {
         lg_check(r, c, lg_site);
         return checked_ref<T>(&Base::at(r, c), lg_footprint(lg_site));
     }
+    // decltype(auto), not the vector's type: NVRTC 13.0 takes the default argument's __builtin_LINE() at this
+    // declaration, not at the caller, where the return type depends on BYTES (measured on an H100; 13.5 does not).
     template <int BYTES = Base::vector_bytes>
-    __device__ __forceinline__ typename VecOf<T, BYTES / sizeof(T)>::type& vec(Index r, int i, site lg_site LG_SITE) const {
+    __device__ __forceinline__ decltype(auto) vec(Index r, int i, site lg_site LG_SITE) const {
         lg_check(r, (static_cast<long long>(i) + 1) * (BYTES / sizeof(T)) - 1, lg_site);
         return Base::template vec<BYTES>(r, i);
     }

@@ -54,6 +54,16 @@ class Spelling:
     skip: dict[str, str] = field(default_factory=dict)  # form -> why it cannot be written in that form
 
     @property
+    def taken(self) -> int:
+        """Where the GPU's debug build names a bad access through a pointer: the line that took the pointer from
+        its view (`&x.at(0, 0)`), counted as ``line`` is; ``line`` for every other finding. (On the GPU the access
+        through a checked pointer has no line of its own to give; the CPU run reads it from the return address.)"""
+        if self.finding != "pointer":
+            return self.line
+        lines = self.scope.splitlines() + self.body.splitlines()
+        return next(n for n, text in enumerate(lines, start=1) if "&x.at(" in text)
+
+    @property
     def bad_line(self) -> str:
         """The text of the bad access's line (what a reader of a finding looks for)."""
         return (self.scope.splitlines() + self.body.splitlines())[self.line - 1]
