@@ -29,11 +29,12 @@ from layoutgen.codegen.render import render_spec
 from layoutgen.project.config import ConfigError, load_config
 from layoutgen.project.execute_harness import HostProgram
 from layoutgen.project.specload import load_spec
-from layoutgen.runtime.debug import FAULT_FILE_BYTES, FAULT_SYMBOL, FaultRecord, UnheldRecord
+from layoutgen.runtime.debug import FAULT_FILE_BYTES, FAULT_SYMBOL, TILE_BYTES, FaultRecord, UnheldRecord
 from layoutgen.runtime.nvrtc import CompileRequest, compile_cubin
 from layoutgen.schema.diagnostics import Diagnostic
 from tests.helpers.cli import layoutgen
 from tests.helpers.golden import render
+from tests.helpers.spellings import write_project
 
 REPO = Path(__file__).resolve().parent.parent
 SPEC = "tests/specs/debug/spec.py"
@@ -115,14 +116,15 @@ def _symbols(cubin: bytes) -> dict[str, int]:
 
 def test_the_debug_cubin_defines_the_fault_records_the_launcher_reads() -> None:
     """The launcher reads `lg_fault` by name after each launch of a debug build, as lg::Fault's words
-    (runtime/debug.py's FaultRecord) and the file's name; the release build's cubin has no record."""
+    (runtime/debug.py's FaultRecord), the file's name and a shared tile's (a fault of a pointer taken from a tile);
+    the release build's cubin has no record."""
     built = {}
     for debug in (False, True):
         files = _render(SPEC, debug=debug)
         headers = tuple((path.rsplit("/", 1)[-1], text) for path, text in files.items() if path.endswith(".cuh"))
         request = CompileRequest(files["debugged/shift.cu"], "generated/debugged/shift.cu", headers=headers)
         built[debug] = _symbols(compile_cubin(request).cubin)
-    assert built[True][FAULT_SYMBOL] == 8 * len(FaultRecord._fields) + FAULT_FILE_BYTES
+    assert built[True][FAULT_SYMBOL] == 8 * len(FaultRecord._fields) + FAULT_FILE_BYTES + TILE_BYTES
     assert "lg_unheld" in built[True] and "shift" in built[True]  # a shared tile's unheld rows' record, the kernel
     assert FAULT_SYMBOL not in built[False] and "lg_unheld" not in built[False] and "shift" in built[False]
 
@@ -175,6 +177,54 @@ def test_the_checked_pointers_of_the_debug_build_compile_with_nvrtc(spec: str) -
     assert views
     for path, text in sorted(kernels.items()):
         assert compile_cubin(CompileRequest(text + probe, path, headers=headers, arch="sm_90")).cubin, path
+
+
+# -- a shared tile's element and the pointers taken from it (lg/detail/shared_tile.cuh) ----------------------------
+
+def _tile_probe() -> str:
+    """Asked of the compiler after a kernel: a debug tile's element (a plain tile's, a ring's stage's) is a checked
+    reference whose address is a checked pointer (lg/checked.cuh), so `const float* a = &xs(0, 0)` stays checked."""
+    lib = f"lg::{library_namespace()}::debug"
+    tiles = [f"{lib}::SharedTile<float, 32, 96, 100, 16, 128>", f"{lib}::SharedTile<float, 32, 96, 100, 16, 32, "
+             f"lg::{library_namespace()}::TileScope::warp, 3>::Stage"]
+    return "template <typename T> __device__ T&& lg_test_tile_declval();\n" + "".join(
+        f"static_assert({lib}::is_checked_ptr<decltype(&lg_test_tile_declval<const {t}&>()(0, 0))>::value, "
+        f'"{t}");\n' for t in tiles)
+
+
+def test_the_examples_debug_builds_compile_offline(tmp_path: Path) -> None:
+    """Every kernel of the examples in the debug build, where a tile's element is a checked reference: the VSN
+    tensor-core kernels (warp tiles in cp.async rings, their mma fragments read through the tile's accessor), QKV,
+    the hand-written and existing kernels."""
+    examples = ["examples/vsn/spec.py", "examples/qkv/spec.py", "examples/own_kernel/spec.py",
+                "examples/existing_kernels/spec.py"]
+    env = {**os.environ, "PYTHONPATH": str(REPO), "LAYOUTGEN_CACHE_DIR": str(tmp_path / "cache")}
+    run = subprocess.run([sys.executable, "-m", "layoutgen", "check", "--compile", "--debug", "--out",
+                          "build/test-debug-examples", *examples], cwd=REPO, env=env, capture_output=True, text=True,
+                         timeout=900)
+    # Nothing was generated into that folder, so drift is expected; compile errors are not.
+    assert "LG501" not in run.stdout, run.stdout
+    assert len(list((tmp_path / "cache").rglob("*.cubin"))) >= 17, run.stdout + run.stderr
+
+
+@pytest.mark.parametrize("kind", ["bad", "good"])
+def test_the_spelling_corpus_tile_kernels_compile_in_the_debug_build(tmp_path: Path, kind: str) -> None:
+    """The corpus's kernels over a shared tile (tests/specs/spellings/corpus.py: column sums, a narrower fill, the
+    tile product through `const float* a = &xs(0, 0)`), as templates and helpers, compile in the debug build, where
+    the tile's element is a checked reference and its address a checked pointer."""
+    written = write_project(tmp_path)
+    loaded = load_spec(tmp_path / kind / "spec.py")
+    assert loaded.spec is not None, loaded.diagnostics
+    rendered = render_spec(loaded.spec, tmp_path, f"{kind}/spec.py", debug=True, out="build")
+    headers = tuple(sorted((path.rsplit("/", 1)[-1], text) for path, text in rendered.files.items()
+                           if path.endswith(".cuh")))
+    tiles = [w for w in written[kind] if w.spelling.tile]
+    assert {w.spelling.name for w in tiles} >= {"tile_product_ld", "tile_product_width", "tile_capacity"}
+    for w in tiles:
+        path = f"{loaded.spec.name}/{w.kernel}.cu"
+        text = rendered.files[path]
+        assert "lg::checked_ptr<const float> a = &xs(0, 0);" in text or "&xs(" not in text, path
+        assert compile_cubin(CompileRequest(text + _tile_probe(), path, headers=headers, arch="sm_90")).cubin, path
 
 
 # -- the checked barrier (lg/debug_barrier.cuh) ------------------------------------------------------------------

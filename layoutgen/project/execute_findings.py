@@ -16,7 +16,7 @@ import subprocess
 from collections.abc import Sequence
 from pathlib import Path, PurePosixPath
 
-from ..runtime.debug import barrier_fault, field_fault, footprint_fault, nan_fault, unheld_fault
+from ..runtime.debug import barrier_fault, field_fault, footprint_fault, nan_fault, tile_fault, unheld_fault
 from ..schema.diagnostics import Diagnostic, Site
 from .execute_harness import HostProgram
 from .footprints import Footprint
@@ -132,13 +132,10 @@ def finding_diagnostic(program: HostProgram, fields: dict[str, str], found: Site
         f = program.footprints[int(fields["region"])]
         verb = {"0": "read", "1": "wrote"}.get(fields["write"], "accessed")
         row, col = int(fields["row"]), int(fields["col"])
-        if f.access == "shared":
-            tile_row = row % f.layout_rows
-            place = f"row {tile_row}, column {col}" if f.row_stride != f.width or f.layout_rows > 1 else f"element {col}"
-            message = (f"`{kernel}` {verb} {_array(f)} at {place}, outside its {f.width} columns "
-                       f"(pitch {f.row_stride}), in {_thread(fields)}")
-            return Diagnostic("LG650", message, where, hint="index a shared tile below its width, and its rows "
-                              "through the tile's accessors: the pitch is the tile's, not the field's width")
+        if f.access == "shared":  # the debug build's LG611 on the GPU, for a pointer taken from a tile: word for word
+            tile_row = row % f.layout_rows if f.row_stride != f.width or f.layout_rows > 1 else None
+            return tile_fault("LG650", kernel, _array(f), verb, tile_row, col, f.width, f.row_stride,
+                              (fields.get("block", "?"), fields.get("thread", "?")), where)
         return footprint_fault("LG650", kernel, f.name, f.what, verb, row, col, int(fields["field_row"]), f.offset,
                                f.width, f.row_stride, (int(fields["block"]), int(fields["thread"])), where)
     if kind == "crash":

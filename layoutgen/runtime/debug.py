@@ -32,9 +32,11 @@ if TYPE_CHECKING:
 SCAN_ENV = "LAYOUTGEN_DEBUG_SCAN"
 
 #: The device global the debug header defines (lg::Fault, layoutgen/include/lg/fault.cuh): the words of :class:`FaultRecord`
-#: (8 bytes each, in its order), then the file's name (:data:`FAULT_FILE_BYTES`).
+#: (8 bytes each, in its order), then the file's name (:data:`FAULT_FILE_BYTES`) and, for a pointer taken from a shared
+#: tile, the tile's (:data:`TILE_BYTES`).
 FAULT_SYMBOL = "lg_fault"
 FAULT_FILE_BYTES = 256
+TILE_BYTES = 128
 
 
 class FaultRecord(NamedTuple):
@@ -45,14 +47,14 @@ class FaultRecord(NamedTuple):
     param: int  # the parameter's index; a shared tile's is -1 - its index
     row: int
     col: int
-    rows: int
+    rows: int  # a checked pointer's: the field's row (a shared tile's pointer: the rows the tile holds)
     width: int
     block: int
     thread: int
     access: int  # -1: an accessor's check; 0 read, 1 write, 2 either: a checked pointer's; -2, -3: a barrier's
     line: int  # the user's line (0: not known), in the file's name after the words
-    offset: int  # a checked pointer's footprint: the field's first column
-    row_stride: int  # and its rows' stride
+    offset: int  # a checked pointer's footprint: the field's first column (a shared tile's pointer: its capacity)
+    row_stride: int  # and its rows' stride (a shared tile's pitch)
 
 
 _FAULT_FIELDS = len(FaultRecord._fields)
@@ -60,7 +62,6 @@ _FAULT_FIELDS = len(FaultRecord._fields)
 #: The device global of the first read of a launch past the rows a shared tile holds (lg::Unheld, lg/fault.cuh): the
 #: words of :class:`UnheldRecord`, then the file's name (:data:`FAULT_FILE_BYTES`) and the tile's (:data:`TILE_BYTES`).
 UNHELD_SYMBOL = "lg_unheld"
-TILE_BYTES = 128
 
 
 class UnheldRecord(NamedTuple):
@@ -108,7 +109,8 @@ def _synchronize(stream: Any) -> None:
 def _fault_record(module: Any) -> Any:
     import cupy
 
-    return cupy.ndarray((_FAULT_FIELDS + FAULT_FILE_BYTES // 8,), cupy.int64, memptr=module.get_global(FAULT_SYMBOL))
+    return cupy.ndarray((_FAULT_FIELDS + (FAULT_FILE_BYTES + TILE_BYTES) // 8,), cupy.int64,
+                        memptr=module.get_global(FAULT_SYMBOL))
 
 
 def _unheld_record(module: Any) -> Any:
@@ -137,12 +139,18 @@ def check_fault(spec: KernelSpec, module: Any, stream: Any) -> None:
         *(int(v) for v in words[:_FAULT_FIELDS]))
     if not hit:
         return
-    file = words[_FAULT_FIELDS:].tobytes().split(b"\0", 1)[0].decode("utf-8", "replace")
+    text = words[_FAULT_FIELDS:].tobytes()
+    file = text[:FAULT_FILE_BYTES].split(b"\0", 1)[0].decode("utf-8", "replace")
     record.fill(0)
     site = Site(file, line) if file and line > 0 else None
     if access in BARRIER_KINDS:  # a barrier's check (lg::syncthreads_checked)
         raise BarrierFault(barrier_fault("LG642", spec.name, BARRIER_KINDS[access], "__syncthreads()", (block, thread),
                                          site))
+    if access >= 0 and param < 0:  # a pointer taken from a shared tile: `rows` the rows it holds, `offset` its capacity
+        tile = text[FAULT_FILE_BYTES:].split(b"\0", 1)[0].decode("utf-8", "replace")
+        name, _, view = tile.split(".", 1)[-1].partition(" ")  # `kernel.xs (a tile of x)`
+        raise KernelFault(tile_fault("LG611", spec.name, f"shared `{name}` {view}", _VERBS.get(access, "accessed"), row,
+                                     col, width, row_stride, (block, thread), site, held=rows, capacity=offset))
     if access >= 0:  # a checked pointer's access (lg::out_of_footprint)
         p = spec.params[param]
         raise KernelFault(footprint_fault("LG611", spec.name, p.name, p.view, _VERBS.get(access, "accessed"), row, col,
@@ -181,6 +189,28 @@ def footprint_fault(code: str, kernel: str, name: str, view: str, verb: str, row
         hint=f"rows of `{view}` are {row_stride} elements apart and hold {width} columns from column {offset}: take "
         "every stride and width from the view",
     )
+
+
+def tile_fault(code: str, kernel: str, tile: str, verb: str, row: int | None, col: int, width: int, pitch: int,
+               where: tuple[object, object], site: Site | None = None, held: int | None = None,
+               capacity: int | None = None) -> Diagnostic:
+    """An access of shared ``tile`` (as messages name it: shared `xs` (a tile of x)) outside its footprint, at its row
+    ``row`` and column ``col`` (``row`` None: a plain shared array, one row, at its element ``col``): past its ``width``
+    columns (into its ``pitch``'s padding), or, where ``held`` is given and the column is inside, outside the ``held``
+    rows it holds of its ``capacity``; ``verb`` "read", "wrote" or "accessed", ``where`` the block and thread. The CPU
+    run's AddressSanitizer finding over the shared buffer (LG650) and the debug build's checked pointer taken from
+    the tile on the GPU (LG611) say the same."""
+    if held is None or not 0 <= col < width:
+        outside = f"outside its {width} columns (pitch {pitch})"
+        hint = ("index a shared tile below its width, and its rows through the tile's accessors: the pitch is the "
+                "tile's, not the field's width")
+    else:
+        outside = f"outside the {plural(held, 'row')} it holds (capacity {capacity})"
+        hint = ("loop over the rows a tile holds (`tile_rows`, `t.rows`: the count its copy was given), not over its "
+                "capacity: a short last tile holds fewer")
+    place = f"element {col}" if row is None else f"row {row}, column {col}"
+    return Diagnostic(code, f"`{kernel}` {verb} {tile} at {place}, {outside}, in block {where[0]}, thread {where[1]}",
+                      site, hint=hint)
 
 
 def barrier_fault(code: str, kernel: str, kind: str, barrier: str, where: tuple[object, object],

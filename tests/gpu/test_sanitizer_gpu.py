@@ -5,7 +5,8 @@ of these kernels already: they must reach the device whatever the static checks 
 launched at the sizes `layoutgen check --execute` chooses (B, K = 3, 61: 183 rows, a short last tile, warp and
 block), on fresh random inputs, outputs poisoned with NaN. Each must stop with the debug build's code for the CPU
 run's (LG611 for LG650 and LG651, LG642 for LG652, LG612 for LG654 and LG655), at the CPU run's line (or the one
-the GPU can name: the helpers' GPU_SITES says where and why), with its
+the GPU can name: the helpers' GPU_SITES says where and why; GPU_FINDINGS, where the GPU's checks find more than
+the CPU run's), with its
 message: tests/helpers/sanitizer_expectations.py holds what the CPU run says (tests/test_execute_host.py reads it
 too), and one function of layoutgen/runtime/debug.py words each finding for both. The block may differ: the CPU
 runs the blocks one after another, the GPU at once. The code and message, and the site, are asserted apart, so a
@@ -107,7 +108,7 @@ def test_every_kernel_of_the_specs_has_an_expectation() -> None:
 def test_the_debug_build_stops_each_kernel_with_the_cpu_runs_code_and_message(spec: str, kernel: str,
                                                                               expected: str) -> None:
     found = _fault(spec, kernel)
-    _, code, message = on_the_gpu(expected).split(": ", 2)
+    _, code, message = on_the_gpu(expected, kernel).split(": ", 2)
     assert re.fullmatch(pattern(f"{code}: {message}", kernel), found.split(": ", 1)[1]), found
 
 

@@ -78,8 +78,19 @@ def pattern(expected: str, kernel: str) -> str:
     return re.escape(expected.replace("{k}", kernel)).replace("<N>", r"\d+")
 
 
+#: Where the GPU's debug build makes another finding than the CPU run (`code: message`, the site in GPU_SITES), and
+#: why. A pointer taken from a shared tile (`const float* column = &xs(0, c)`) is a checked pointer with the tile's
+#: footprint on the GPU, stopped at its first read past the rows the tile holds (LG611, in layoutgen/runtime/debug.py's
+#: tile_fault words); the CPU run, whose shared buffer AddressSanitizer guards by its pitch's padding alone, finds the
+#: NaN that read carries into an output (LG654).
+GPU_FINDINGS = {
+    "persistent_capacity_raw": ("LG611: `persistent_capacity_raw` read shared `xs` (a tile of x) at row 23, column "
+                                "<N>, outside the 23 rows it holds (capacity 32), in block <N>, thread <N>"),
+}
+
 #: Where the GPU's debug build names another line than the CPU run, and why. A checked pointer's fault names the
-#: line where the pointer was taken from its view (`&x.at(0, 0)`, kept in a `const float*` or handed to a helper):
+#: line where the pointer was taken from its view (`&x.at(0, 0)`, kept in a `const float*` or handed to a helper,
+#: or from a shared tile, `&xs(0, c)`):
 #: on the GPU the access itself has no line to give (an operator takes no default argument), while the CPU run
 #: reads the access's line from its return address. A NaN the kernel computed from memory nothing wrote, with no
 #: read's line of its own, is named at the binding on the CPU (its harness knows the spec's lines) and at no line
@@ -95,7 +106,7 @@ GPU_SITES = {
     "template_helper": "tests/specs/sanitizer/template_helper.cu.j2:8",
     "auto_float4": "tests/specs/sanitizer/auto_float4.cu.j2:1",
     "column_before": "tests/specs/sanitizer/column_before.cu.j2:1",
-    "persistent_capacity_raw": "None",
+    "persistent_capacity_raw": "tests/specs/sanitizer/persistent_capacity_raw.cu.j2:5",
     "static_shared_block": "None",
 }
 
@@ -103,7 +114,11 @@ GPU_SITES = {
 def on_the_gpu(expected: str, kernel: str | None = None) -> str:
     """``expected`` as the GPU's debug build reports it: the debug build's code for the CPU run's, any block
     (blocks run at once there: the finding is whichever block's recorded first, the CPU run's the first block's),
-    and ``kernel``'s site on the GPU where :data:`GPU_SITES` has one."""
+    ``kernel``'s own finding where :data:`GPU_FINDINGS` has one (its code is the GPU's already), and its site on
+    the GPU where :data:`GPU_SITES` has one."""
     site, code, message = expected.split(": ", 2)
+    if kernel in GPU_FINDINGS:
+        code, message = GPU_FINDINGS[kernel].split(": ", 1)
+        return f"{GPU_SITES.get(kernel, site)}: {code}: {message}"
     message = re.sub(r"\bblock \d+", "block <N>", message)
     return f"{GPU_SITES.get(kernel or '', site)}: {GPU_CODES[code]}: {message}"

@@ -8,7 +8,9 @@
 // static_cast to another pointer type keep the footprint); every read and write through it is checked
 // against the footprint and the first one outside is reported (lg::out_of_footprint) in the words of the
 // CPU run's LG650. The accessors hand out an lg::checked_ref, a reference that checks each read and write,
-// so that `&` of one is a checked pointer.
+// so that `&` of one is a checked pointer. A shared tile's accessor (lg/detail/shared_tile.cuh) hands one out too,
+// with the tile's footprint (its data, the rows it holds, its pitch and width: footprint::tile below), so that
+// `&xs(r, c)` is a checked pointer on the GPU (the CPU run leaves a tile to AddressSanitizer).
 //
 // The user's pointer types stay checked too: the debug build writes each pointer declarator over an element type
 // (`const float* p`, a __device__ helper's `float*` parameter, `(const float4*)e`, `static_cast<const float*>`) as
@@ -53,9 +55,16 @@ struct footprint {
     long long row_stride, offset, width;  // elements from one row to the next; the field's first column, its columns
     long long start, len, size, inner;  // a named range of rows (entries start..start+len of an axis of `size`,
                                         // `inner` rows each); len 0: every row of the array is the field's
-    int itemsize, param;
+    int itemsize, param;  // a shared tile's `param`: -1 - its index among the kernel's shared arrays
     const char* where;  // `kernel.param (View)`, for the device's printf
     site taken;  // where the pointer was taken from the view
+    // A shared tile's (lg::SharedTile's accessor, lg/detail/shared_tile.cuh; 0 for every other footprint, which
+    // leaves it out of its braces): 1 for an element its accessor handed out, checked there (row below the
+    // capacity, column below the width; a read past the rows the tile holds is recorded, not refused, as a
+    // tensor-core tile computes rows it never stores), so nothing more is checked here; 2 for a pointer taken from
+    // one (`&xs(r, c)`), checked here: `rows` the rows the tile held when it was taken, `row_stride` its pitch,
+    // columns 0..width, `array` the first element of the tile (of its stage). `capacity`: the tile's rows.
+    int tile, capacity;
 
     // The field's row of row `r` of the array, or -1 where that row is not one of the field's.
     __device__ __forceinline__ long long field_row(long long r) const {
@@ -75,17 +84,30 @@ struct footprint {
     }
     // Check an access of `bytes` bytes at `at`: 0 a read, 1 a write, 2 either (a reference handed out), 3 a
     // compound assignment (a read, then a write), 4 an atomic that reads the old value, 5 atomicExch.
+    // A shared tile's pointer reports the rows the tile holds and its capacity where a parameter's reports the
+    // field's row and first column (lg/fault.cuh's out_of_footprint says so; a tile's columns start at 0).
     __device__ __forceinline__ void check(const void* at, long long bytes, int access) const {
 #ifdef LG_HOST_ACCESS  // the CPU run's shadow of outputs (lg/host/shadow.h): unwritten reads, racing writes
+        // A tile is AddressSanitizer's there (its pitch's padding poisoned; a NaN from rows past those it holds
+        // named where it reaches an output), whose findings name it already: the CPU run's stay as they were.
+        if (tile != 0) return;
         LG_HOST_ACCESS(array, param, at, bytes, access);
 #endif
+        if (tile == 1) return;
         const long long first = static_cast<const unsigned char*>(at) - array;
         const long long lo = first >= 0 ? first / itemsize : -1 - (-1 - first) / itemsize;
         const long long hi = (first + bytes - 1) >= 0 ? (first + bytes - 1) / itemsize : -1 - (-first - bytes) / itemsize;
         long long row, col, frow;
         if (!holds(lo, row, col, frow) || (hi != lo && !holds(hi, row, col, frow)))
-            out_of_footprint(where, param, row, col, frow, offset, width, row_stride, access > 2 ? 1 : access,
-                             taken.file, taken.line);
+            out_of_footprint(where, param, row, col, tile ? rows : frow, tile ? capacity : offset, width, row_stride,
+                             access > 2 ? 1 : access, taken.file, taken.line);
+    }
+    // The footprint of a pointer taken from an element with this one (`&` of a checked reference): a tile's
+    // element's becomes a tile's pointer's, checked from then on.
+    __device__ __forceinline__ footprint pointer() const {
+        footprint f = *this;
+        if (f.tile == 1) f.tile = 2;
+        return f;
     }
 };
 
@@ -185,7 +207,7 @@ class checked_ptr {
     // least as many as addresses), so its accesses check nothing. `param` -1 and `array` null tell it apart
     // for whatever looks at a footprint (lg::footprint::check's callers in the CPU run).
     __device__ __forceinline__ static footprint unchecked() {
-        return {nullptr, 0x7fffffffffffffffLL, 1, 0, 1, 0, 0, 0, 1, 1, -1, nullptr, {nullptr, 0}};
+        return {nullptr, 0x7fffffffffffffffLL, 1, 0, 1, 0, 0, 0, 1, 1, -1, nullptr, {nullptr, 0}, 0, 0};
     }
     // Scalars: a checked reference (a read and a write told apart); a vector type: its members are reached
     // through the reference, so the whole element is checked at once.
@@ -216,7 +238,7 @@ class checked_ref {
         f.check(p, sizeof(T), 0);
         return *p;
     }
-    __device__ __forceinline__ checked_ptr<T> operator&() const { return checked_ptr<T>(p, f); }
+    __device__ __forceinline__ checked_ptr<T> operator&() const { return checked_ptr<T>(p, f.pointer()); }
     template <typename V>
     __device__ __forceinline__ T& operator=(V&& v) && {
         f.check(p, sizeof(T), 1);

@@ -1,9 +1,12 @@
 // lg/debug_tile.cuh: the debug build's shared tile, `lg::v0_1_0::debug::SharedTile`: the release tile's source
 // (lg/detail/shared_tile.cuh, lg/tile.cuh's) with its checks. Each index is checked against the tile, a copy of more rows
 // than it holds stops the thread, and the rows a copy leaves out hold all-ones bytes (a NaN of every floating
-// type), whose reads are recorded (lg::unheld_read) and named where a NaN reaches an output.
+// type), whose reads are recorded (lg::unheld_read) and named where a NaN reaches an output. An element is a
+// checked reference (lg/checked.cuh), so a pointer taken from the tile is a checked pointer with the tile's
+// footprint: the rows it holds, its columns, its pitch.
 #ifndef LG_V0_1_0_DEBUG_TILE_CUH
 #define LG_V0_1_0_DEBUG_TILE_CUH
+#include "checked.cuh"
 #include "copy.cuh"
 #include "fault.cuh"
 #include "field.cuh"

@@ -23,6 +23,7 @@ struct Fault {
     long long line;  // the user's line of the access or of the pointer's taking (0: not known), in `file`
     long long offset, row_stride;  // a checked pointer's footprint: the field's first column, its rows' stride
     char file[256];
+    char name[128];  // a shared tile's pointer (param < 0): the tile as the debug build names it, `kernel.xs (a tile of x)`
 };
 }  // namespace lg
 extern "C" {
@@ -62,7 +63,9 @@ __device__ __noinline__ void out_of_field(const char* where, int param, long lon
 }
 // A checked pointer's access outside its footprint (lg::footprint::check): row `row`, column `col` of the
 // array (`field_row`: the field's row, -1 where the row is not the field's). The same record; the launcher
-// words it as the CPU run's LG650.
+// words it as the CPU run's LG650. A pointer taken from a shared tile (`param` -1 - the tile's index) gives the
+// rows the tile holds in `field_row` and its capacity in `offset` (its columns start at 0; `row_stride` is its
+// pitch), and its name in the record's `name`.
 __device__ __noinline__ void out_of_footprint(const char* where, int param, long long row, long long col,
                                               long long field_row, long long offset, long long width,
                                               long long row_stride, int access, const char* file, int line) {
@@ -75,9 +78,17 @@ __device__ __noinline__ void out_of_footprint(const char* where, int param, long
         lg_fault.access = access;
         lg_fault.offset = offset;
         lg_fault.row_stride = row_stride;
-        printf("layoutgen: %s: array row %lld, column %lld is outside the field's columns %lld..%lld (rows %lld "
-               "elements apart), in block %u, thread %u\n", where, row, col, offset, offset + width, row_stride,
-               blockIdx.x, threadIdx.x);
+        int n = 0;
+        for (; param < 0 && where && where[n] && n < 127; ++n) lg_fault.name[n] = where[n];
+        lg_fault.name[n] = 0;
+        if (param < 0)
+            printf("layoutgen: %s: row %lld, column %lld is outside the %lld rows the tile holds and its %lld "
+                   "columns (pitch %lld), in block %u, thread %u\n", where, row, col, field_row, width, row_stride, blockIdx.x,
+                   threadIdx.x);
+        else
+            printf("layoutgen: %s: array row %lld, column %lld is outside the field's columns %lld..%lld (rows %lld "
+                   "elements apart), in block %u, thread %u\n", where, row, col, offset, offset + width, row_stride,
+                   blockIdx.x, threadIdx.x);
     }
     asm volatile("exit;");
 }

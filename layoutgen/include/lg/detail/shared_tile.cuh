@@ -90,11 +90,19 @@ struct SharedTile {
 
     // Element `c` of row `r` of the tile.
 #if LG_DETAIL_DEBUG
-    __device__ __forceinline__ T& operator()(int r, int c, lg::site lg_site LG_SITE) const {
+    // The debug build's is a checked reference (lg/checked.cuh) whose address is a checked pointer with the tile's
+    // footprint, so that a pointer taken from the tile (`const float* a = &xs(0, 0)`, which the debug build writes
+    // as lg::checked_ptr) is checked at each access against the rows the tile holds now (a short last tile holds
+    // fewer) and its columns 0..Width, Pitch apart. The element itself is checked here, as before.
+    __device__ __forceinline__ checked_ref<T> operator()(int r, int c, lg::site lg_site LG_SITE) const {
         static_assert(Stages == 1, "a ring of tiles: index one stage of it, stage(i)(r, c)");
         lg_check(r, c);
         lg_unheld(r, c, data + r * Pitch + c, sizeof(T), lg_site);
-        return data[r * Pitch + c];
+        const int held = *lg_held(0) - 1;  // -1: never copied into, every row counts
+        return checked_ref<T>(data + r * Pitch + c,
+                              footprint{reinterpret_cast<const unsigned char*>(data), held < 0 ? Capacity : held, Pitch, 0,
+                                        Width, 0, 0, 0, 1, static_cast<int>(sizeof(T)), -1 - lg_tile, lg_where,
+                                        lg_site, 1, Capacity});
     }
 #else
     __device__ __forceinline__ T& operator()(int r, int c) const {
