@@ -9,6 +9,11 @@ before anything runs:
 - the layout facts of a view bound to the kernel: ``x.width``, ``x.row_stride``, ``x.offset`` (the
   ``static constexpr`` members of its ``lg::Field``).
 
+A value also carries where it comes from when it is one view's fact, however it travelled: ``x.row_stride``,
+``const int s = x.row_stride;``, ``#define STRIDE (x.row_stride)``, a helper's parameter a call binds to it
+(:attr:`Constant.fact`). The number 136 typed by hand and ``x.row_stride`` have one value, but only the second
+follows the layout: the lint tells them apart by this, never by how the name is spelled.
+
 An index computed any other way is the debug build's to check.
 """
 
@@ -23,21 +28,29 @@ from .cxx import Group, Node, Token, int_value, split_at, tree
 VIEW_FACTS = ("width", "row_stride", "offset")
 
 
+#: A view's fact a value is: (the view's parameter, "width", "row_stride" or "offset").
+Fact = tuple[str, str]
+
+
 @dataclass(frozen=True)
 class Constant:
-    """The value of an expression that is one constant, and whether it was spelled as a name."""
+    """The value of an expression that is one constant, whether it was spelled as a name, and the view's fact it
+    is (``x.row_stride`` through any chain of names, parentheses and casts), if any."""
 
     value: int
     named: bool
+    fact: Fact | None = None
 
 
 @dataclass(frozen=True)
 class Constants:
-    """What names mean on one line of a body: ``names`` (symbols and ``constexpr`` names) and ``members``
-    (``("x", "width") -> 40``)."""
+    """What names mean on one line of a body: ``names`` (symbols and ``constexpr`` names), ``members``
+    (``("x", "width") -> 40``) and ``facts``: the names whose value is a view's fact (``s`` -> ("x", "row_stride")
+    after ``const int s = x.row_stride;``)."""
 
     names: Mapping[str, int] = field(default_factory=dict)
     members: Mapping[tuple[str, str], int] = field(default_factory=dict)
+    facts: Mapping[str, Fact] = field(default_factory=dict)
 
     def of(self, nodes: Sequence[Node]) -> Constant | None:
         """The value of ``nodes`` when they are one constant: ``40``, ``-1``, ``(F)``, ``F``, ``x.width``."""
@@ -50,18 +63,39 @@ class Constants:
                 return None
             known = dot.text == "." and view.kind == member.kind == "name"
             value = self.members.get((view.text, member.text)) if known else None
-            return None if value is None else Constant(sign * value, named=True)
+            if value is None:
+                return None
+            return Constant(sign * value, named=True, fact=(view.text, member.text) if sign == 1 else None)
         if len(nodes) != 1:
             return None
         node = nodes[0]
         if isinstance(node, Group):
             inner = self.of(node.items) if node.open == "(" else None
-            return None if inner is None else Constant(sign * inner.value, inner.named)
+            return None if inner is None else Constant(sign * inner.value, inner.named,
+                                                       inner.fact if sign == 1 else None)
         if node.kind == "num":
             value = int_value(node)
             return None if value is None else Constant(sign * value, named=False)
         named = self.names.get(node.text) if node.kind == "name" else None
-        return None if named is None else Constant(sign * named, named=True)
+        if named is None:
+            return None
+        return Constant(sign * named, named=True, fact=self.facts.get(node.text) if sign == 1 else None)
+
+    def fact(self, nodes: Sequence[Node]) -> Fact | None:
+        """The view's fact ``nodes`` are, through parentheses and casts to an integer (``static_cast<int>(
+        x.row_stride)``, ``(int)S``): a value that only changes type stays the fact."""
+        nodes = list(nodes)
+        if len(nodes) == 3 and isinstance(nodes[0], Token) and nodes[0].text in _CASTS \
+                and isinstance(nodes[2], Group) and nodes[2].open == "(":
+            return self.fact(nodes[2].items)
+        if len(nodes) == 2 and isinstance(nodes[0], Token) and nodes[0].text in _INTEGER_TYPES \
+                and isinstance(nodes[1], Group) and nodes[1].open == "(":
+            return self.fact(nodes[1].items)
+        if len(nodes) >= 2 and isinstance(nodes[0], Group) and nodes[0].open == "(" and nodes[0].items and all(
+                isinstance(n, Token) and n.text in _INTEGER_TYPES for n in nodes[0].items):
+            return self.fact(nodes[1:])
+        constant = self.of(nodes)
+        return None if constant is None else constant.fact
 
     def value(self, nodes: Sequence[Node]) -> int | None:
         constant = self.of(nodes)
@@ -103,6 +137,7 @@ def line_constants(lines: Iterable[str], symbols: Mapping[str, int],
     from constants, from the line that defines them on: ``definitions`` (one tuple of (name, definition)
     a line, :func:`.flow.read_body`), or where none are given its ``constexpr NAME = <constant>;``."""
     known = dict(symbols)
+    facts: dict[str, Fact] = {}
     out: list[Constants] = []
     current = Constants(dict(known), members)
     for n, line in enumerate(lines):
@@ -111,12 +146,18 @@ def line_constants(lines: Iterable[str], symbols: Mapping[str, int],
             current = Constants(dict(known), members)
         elif definitions[n]:
             for name, text in definitions[n]:
-                value = Constants(known, members).evaluate(tree(text))
+                before = Constants(known, members, facts)
+                value = before.evaluate(tree(text))
+                fact = before.fact(tree(text)) if value is not None else None
                 if value is None:
                     known.pop(name, None)
                 else:
                     known[name] = value
-            current = Constants(dict(known), members)
+                if fact is None:
+                    facts.pop(name, None)
+                else:
+                    facts[name] = fact
+            current = Constants(dict(known), members, dict(facts))
         out.append(current)
     return out
 

@@ -10,7 +10,8 @@ module rewrites a body so that each index shows what it is made of, and the exis
   *definition*: the name stays, and :mod:`.constants` gives it its value per binding (``stride`` (96));
 - a name defined once from anything else of integer type (``off = row * 96``) is replaced, on every later
   line, by its definition in parentheses, so the index ``off + c`` is read as ``(row * 96) + c``;
-- ``Type::width`` of a type that a function takes a view as, and ``decltype(x)::width``, read as ``x.width``;
+- ``Type::width`` of a type that a function takes a view as or that names ``decltype(x)`` (``using X =
+  decltype(x);``), and ``decltype(x)::width``, read as ``x.width``;
 - a hand-written entry's parameters are renamed to the kernel's, by position;
 - a function defined in the text (a helper) is read at each call, with its parameters replaced by the call's
   arguments (:class:`Call`, :mod:`.functions`), and its parameters are no views where it is read alone.
@@ -27,6 +28,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from .assignments import ASSIGN, FOLDED_OPS, assignments
 from .cuda_signatures import INTEGER_TYPES
 from .cxx import STATEMENT_WORDS, Group, Node, Token, split_at, tokens, tree
 from .functions import DEPTH, Call, Function, find_calls, find_functions, rename_entry, replace_names
@@ -39,10 +41,12 @@ _NOT_INTEGER = frozenset({"float", "double", "half", "__half", "__nv_bfloat16", 
 # Calls that keep an integer expression an integer expression (casts and pure helpers of CUDA).
 _PURE_CALLS = frozenset({"static_cast", "min", "max", "int", "long", "unsigned", "abs", "llabs", "__mul24",
                          "__umul24", "size_t"})
-_ASSIGN = frozenset({"=", "+=", "-=", "*=", "/=", "%=", "&=", "|=", "^=", "<<=", ">>="})
 _LONGEST = 300  # the longest definition a name is replaced by
 # `decltype(x)::width`: a member of the type of a view.
 _MEMBER = re.compile(r"\bdecltype\s*\(\s*([A-Za-z_]\w*)\s*\)\s*::\s*([A-Za-z_]\w*)")
+# `using X = decltype(x);`, `typedef decltype(x) X;`: a name of the type of a view.
+_ALIAS = re.compile(r"\busing\s+([A-Za-z_]\w*)\s*=\s*(?:const\s+)?decltype\s*\(\s*([A-Za-z_]\w*)\s*\)"
+                    r"|\btypedef\s+(?:const\s+)?decltype\s*\(\s*([A-Za-z_]\w*)\s*\)\s*([A-Za-z_]\w*)")
 
 
 @dataclass(frozen=True)
@@ -68,8 +72,8 @@ def read_body(codes: tuple[str, ...], views: tuple[str, ...], symbols: tuple[str
         lines = rename_entry(lines, defined, *entry)
         defined = find_functions(lines)
     lines = _type_members(lines, defined, frozenset(views))
-    mutable = _assigned(lines)
-    lines, definitions = _propagate(lines, mutable, frozenset(views), frozenset(symbols))
+    assigned = assignments(lines)
+    lines, definitions = _propagate(lines, assigned.mutable, assigned.folded, frozenset(views), frozenset(symbols))
     defined = find_functions(lines)
     view_set = frozenset(views)
     parameters = [tuple[str, ...]() for _ in lines]
@@ -88,6 +92,11 @@ def _type_members(lines: list[str], functions: list[Function], views: frozenset[
             words = re.findall(r"[A-Za-z_]\w*", written.split("<")[0])
             if name in views and len(words) >= 2:
                 types.setdefault(words[-2], name)
+    for line in lines:
+        for m in _ALIAS.finditer(line):
+            alias, view = (m.group(1), m.group(2)) if m.group(1) else (m.group(4), m.group(3))
+            if view in views:
+                types.setdefault(alias, view)
     out = []
     for line in lines:
         line = _MEMBER.sub(lambda m: f"{m.group(1)}.{m.group(2)}" if m.group(1) in views else m.group(0), line)
@@ -103,25 +112,10 @@ def _type_members(lines: list[str], functions: list[Function], views: frozenset[
 
 
 def _assigned(lines: Sequence[str]) -> frozenset[str]:
-    """The names a body assigns after their declaration: ``x = ...``, ``x += ...``, ``++x``, ``x--``."""
-    out: set[str] = set()
-    for line in lines:
-        toks = tokens(line)
-        for k, tok in enumerate(toks):
-            if tok.kind != "name":
-                continue
-            before = toks[k - 1] if k else None
-            after = toks[k + 1] if k + 1 < len(toks) else None
-            if (before is not None and before.text in ("++", "--")) or (after is not None and after.text in ("++", "--")):
-                out.add(tok.text)
-            elif after is not None and after.text in _ASSIGN and after.text != "=":
-                out.add(tok.text)
-            elif after is not None and after.text == "=" and (
-                    before is None or before.kind == "op" and before.text not in ("*", "&", ">", "::")
-                    or before.text in STATEMENT_WORDS):
-                if before is None or before.text not in (".", "->"):
-                    out.add(tok.text)
-    return frozenset(out)
+    """Every name a body assigns after its declaration (``x = ...``, ``x += ...``, ``++x``), folded or not: what
+    :mod:`.raw_kernels` reads as no carried value."""
+    found = assignments(lines)
+    return found.mutable | found.folded
 
 
 def _integer_expression(nodes: Sequence[Node]) -> bool:
@@ -143,7 +137,7 @@ def _integer_expression(nodes: Sequence[Node]) -> bool:
                 return False
         elif node.kind == "num" and re.search(r"[.eEfF]", node.text) and not node.text.lower().startswith("0x"):
             return False  # 4.0f: a float
-        elif node.kind == "op" and node.text in (";", "=", "&&=") or node.kind == "op" and node.text in _ASSIGN:
+        elif node.kind == "op" and node.text in (";", "=", "&&=") or node.kind == "op" and node.text in ASSIGN:
             return False
     if nodes and isinstance(nodes[0], Token) and nodes[0].text in ("&", "*"):
         return False  # an address, or a value read through a pointer
@@ -213,10 +207,12 @@ def _declaration(statement: list[Node]) -> tuple[str, list[Node]] | None:
     return name.text, init
 
 
-def _propagate(lines: list[str], mutable: frozenset[str], views: frozenset[str],
+def _propagate(lines: list[str], mutable: frozenset[str], folded: frozenset[str], views: frozenset[str],
                symbols: frozenset[str]) -> tuple[list[str], list[tuple[tuple[str, str], ...]]]:
-    """Each line with the names defined once from non-constants replaced, and the constant definitions."""
+    """Each line with the names defined once from non-constants replaced, and the constant definitions; a name
+    of ``folded`` (:mod:`.assignments`) takes each assignment into its definition, from the next line on."""
     constant: set[str] = set(symbols)
+    texts: dict[str, str] = {}  # each constant name the body defines: its definition
     replaced: dict[str, str] = {}
     out: list[str] = []
     definitions: list[tuple[tuple[str, str], ...]] = []
@@ -230,6 +226,7 @@ def _propagate(lines: list[str], mutable: frozenset[str], views: frozenset[str],
                 nodes = list(tree(value))
                 if _integer_expression(nodes) and _constant_capable(nodes, constant, views):
                     constant.add(m.group(1))
+                    texts[m.group(1)] = value
                     replaced.pop(m.group(1), None)
                     defined.append((m.group(1), value))
                 elif _integer_expression(nodes) and len(value) <= _LONGEST:
@@ -237,8 +234,10 @@ def _propagate(lines: list[str], mutable: frozenset[str], views: frozenset[str],
             out.append(line)
             definitions.append(tuple(defined))
             continue
-        line = replace_names(line, replaced)
+        line = replace_names(line, replaced, ASSIGN)
         for statement in split_at(tree(line), (";", "{", "}")):
+            if _fold(line, list(statement), folded, constant, texts, replaced, defined, views):
+                continue
             declared = _declaration(list(statement))
             if declared is None:
                 continue
@@ -248,12 +247,50 @@ def _propagate(lines: list[str], mutable: frozenset[str], views: frozenset[str],
             if name in mutable or name in views or not _integer_expression(init) or _reads_view(init, views):
                 continue
             text = line[init[0].start : init[-1].end]
-            if _constant_capable(init, constant, views):
-                constant.add(name)
-                defined.append((name, text))
-            elif len(text) <= _LONGEST:  # definitions of definitions grow: past this, the name stays a name
-                replaced[name] = f"({text})"
+            _define(name, text, constant, texts, replaced, defined, views)
         out.append(line)
         definitions.append(tuple(defined))
     return out, definitions
 
+
+
+def _define(name: str, text: str, constant: set[str], texts: dict[str, str], replaced: dict[str, str],
+            defined: list[tuple[str, str]], views: frozenset[str]) -> None:
+    """``name`` is ``text`` (an integer expression, names replaced) from here on: a constant definition, a
+    replacement, or, where it grows too long, a name again."""
+    was_constant = name in texts
+    texts.pop(name, None)
+    replaced.pop(name, None)
+    if _constant_capable(list(tree(text)), constant, views):
+        constant.add(name)
+        texts[name] = text
+        defined.append((name, text))
+        return
+    constant.discard(name)
+    if was_constant:
+        defined.append((name, ""))  # no value from here on
+    if len(text) <= _LONGEST:  # definitions of definitions grow: past this, the name stays a name
+        replaced[name] = f"({text})"
+
+
+def _fold(line: str, statement: list[Node], folded: frozenset[str], constant: set[str], texts: dict[str, str],
+          replaced: dict[str, str], defined: list[tuple[str, str]], views: frozenset[str]) -> bool:
+    """Take the straight-line assignment ``statement`` (``off *= 96``, of a name of ``folded``) into the name's
+    definition; whether it was one."""
+    if len(statement) < 3 or not (isinstance(statement[0], Token) and statement[0].text in folded) \
+            or not (isinstance(statement[1], Token) and statement[1].text in FOLDED_OPS):
+        return False
+    name, op, value = statement[0].text, statement[1].text, statement[2:]
+    old = texts.get(name) or replaced.get(name)
+    text = line[value[0].start : value[-1].end]
+    if op != "=":
+        text = f"({old}) {op[:-1]} ({text})" if old is not None else ""
+    if not text or not _integer_expression(value) or _reads_view(value, views):
+        if name in texts:
+            defined.append((name, ""))  # a value the lint cannot follow: the name is a name again
+        texts.pop(name, None)
+        replaced.pop(name, None)
+        constant.discard(name)
+        return True
+    _define(name, text, constant, texts, replaced, defined, views)
+    return True

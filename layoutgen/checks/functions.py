@@ -81,8 +81,9 @@ def find_functions(lines: Sequence[str]) -> list[Function]:
     return out
 
 
-def replace_names(line: str, names: dict[str, str]) -> str:
-    """``line`` with each name token of ``names`` (not a member, not a call) replaced by its text."""
+def replace_names(line: str, names: dict[str, str], keep: frozenset[str] = frozenset()) -> str:
+    """``line`` with each name token of ``names`` (not a member, not a call) replaced by its text; one followed
+    by an operator of ``keep`` (the assignments: ``off *= 96``'s ``off`` is assigned, not read) stays."""
     if not names or not any(n in line for n in names):
         return line
     out, at = [], 0
@@ -91,7 +92,8 @@ def replace_names(line: str, names: dict[str, str]) -> str:
         if tok.kind != "name" or tok.text not in names:
             continue
         before = toks[k - 1].text if k else ""
-        if before in (".", "->", "::") or (k + 1 < len(toks) and toks[k + 1].text == "::"):
+        after = toks[k + 1].text if k + 1 < len(toks) else ""
+        if before in (".", "->", "::") or after == "::" or after in keep:
             continue
         out.append(line[at : tok.start])
         out.append(names[tok.text])

@@ -67,7 +67,9 @@ def _called(reader: _Reader, call: Call, known: Sequence[Constants], at: Constan
     try:
         for k, (line, calls) in enumerate(zip(call.lines, call.calls)):
             own = known[call.first + k] if call.first + k < len(known) else at
-            values = Constants({**at.names, **own.names}, at.members)
+            # the helper's own definitions shadow the caller's, facts and all
+            facts = {**{k: v for k, v in at.facts.items() if k not in own.names}, **own.facts}
+            values = Constants({**at.names, **own.names}, at.members, facts)
             found.extend(reader.line(line, values))
             for inner in calls:
                 found.extend(_called(reader, inner, known, values))
@@ -349,8 +351,8 @@ class _Reader:
             return None if member in _VALUE_MEMBERS or member is None else Base(view, row=False, origin=True, raw=True)
         if i >= 3 and group_of(nodes[i - 2], "<") and name_of(nodes[i - 3]) in _CASTS:
             return self._pointer_term(nodes[i - 3 : i])  # reinterpret_cast<const float*>(...)[...]
-        if i >= 2 and (name_of(nodes[i - 2]) or group_of(nodes[i - 2], "<")):
-            return UNTRACED  # what a function returned
+        if i >= 2 and ((name_of(nodes[i - 2]) or "return") not in STATEMENT_WORDS or group_of(nodes[i - 2], "<")):
+            return UNTRACED  # what a function returned (`return (p)[i]` is no call: `(p)` is indexed)
         return self._pointer(call.items)  # (&x.at(0, 0))[...]
 
     def _arguments(self, nodes: Sequence[Node], i: int) -> None:

@@ -110,15 +110,16 @@ def _literal_stride(binding: Binding, template: Path, line: int, literal: IndexL
         candidates = binding.pairs if literal.role == FACTOR else []
     else:
         candidates = [(p, v) for p, v in binding.pairs if p.name == literal.base.view]
-    own = _FACT.fullmatch(literal.spelled)
-    if literal.base.raw and literal.role == FACTOR and own and own.group(1) == literal.base.view \
-            and own.group(2) == "row_stride":
-        return None  # a raw pointer stepped by its own view's row stride: the layout's own distance
-    foreign = _foreign_step(binding, template, line, literal)  # another view's fact: say whose it is
-    if foreign is not None:
-        return foreign
+    if literal.base.raw and literal.role == FACTOR and literal.fact == (literal.base.view, "row_stride"):
+        # a raw pointer stepped by its own view's row stride, however the value reached the index (a local, a
+        # macro, a helper's parameter): the layout's own distance
+        return None
     within_row = literal.base.row or literal.place != SUBSCRIPT
     counts_down = literal.negative or (literal.role == TERM and any(sign == "-" for sign, _, _ in literal.others))
+    via = f", in helper `{literal.via[0]}` (line {helper_line}) as this line calls it" if literal.via else ""
+    foreign = _foreign_step(binding, template, line, literal, within_row and counts_down, via)
+    if foreign is not None:  # another view's fact: say whose it is
+        return foreign
     said: list[str] = []
     hints: list[str] = []
     for param, view in candidates:
@@ -143,7 +144,6 @@ def _literal_stride(binding: Binding, template: Path, line: int, literal: IndexL
     if not said:
         return None
     what = f"`{literal.spelled}` ({literal.value})" if literal.spelled else f"literal {literal.value}"
-    via = f", in helper `{literal.via[0]}` (line {helper_line}) as this line calls it" if literal.via else ""
     return Diagnostic(
         "LG401",
         f"{what} in index arithmetic of kernel `{binding.name}` equals " + "; and ".join(said) + via,
@@ -151,27 +151,27 @@ def _literal_stride(binding: Binding, template: Path, line: int, literal: IndexL
     )
 
 
-_FACT = re.compile(r"([A-Za-z_]\w*)\s*\.\s*(row_stride|width)")
-
-
-def _foreign_step(binding: Binding, template: Path, line: int, literal: IndexLiteral) -> Diagnostic | None:
+def _foreign_step(binding: Binding, template: Path, line: int, literal: IndexLiteral,
+                  counts_down: bool, via: str) -> Diagnostic | None:
     """LG410 for a row step of one view spelled as another view's row stride or width (`x.raw_pointer()[row *
-    y.row_stride + c]`): the rows of `x` are its own row stride apart, whatever `y`'s are."""
-    m = _FACT.fullmatch(literal.spelled)
-    if m is None or literal.role != FACTOR or literal.place == ROW_ARGUMENT or literal.base.view is None:
+    y.row_stride + c]`, or a name holding it): the rows of `x` are its own row stride apart, whatever `y`'s are.
+    ``counts_down``: subtracted in a column (`y.at(row, i - row * x.row_stride)`), which steps no row of `y`;
+    ``via``: the helper it was read in, as the message says it."""
+    if literal.fact is None or literal.fact[1] == "offset" or literal.role != FACTOR \
+            or literal.place == ROW_ARGUMENT or literal.base.view is None or counts_down:
         return None
-    other, mine = m.group(1), literal.base.view
+    other, mine = literal.fact[0], literal.base.view
     views = dict(binding.views)
     if other == mine or other not in views or mine not in views:
         return None
     view = views[mine]
     if not view.column_unit.is_static or literal.value == view.row_stride:
         return None
-    fact = "row stride" if m.group(2) == "row_stride" else "width"
+    fact = "row stride" if literal.fact[1] == "row_stride" else "width"
     return Diagnostic(
         "LG410", f"`{literal.spelled}` ({literal.value}) in index arithmetic of kernel `{binding.name}` steps the rows "
         f"of `{mine}` ({view.name}), which are {view.row_stride} elements apart: it is the {fact} of `{other}` "
-        f"({views[other].name})", Site(str(template), line),
+        f"({views[other].name}){via}", Site(str(template), line),
         hint=f"index `{mine}` through its own accessors (`{mine}.at(r, c)`, `{mine}.row(r)[c]`)",
     )
 

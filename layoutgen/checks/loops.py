@@ -28,6 +28,9 @@ from .tile_loops import statement_end
 # `for (int c = lane; c < x.row_stride; c += 32)`: the counter, its bound's operator and the bound.
 _FOR = re.compile(r"\bfor\s*\(\s*(?:[\w:<>]+\s+)*?([A-Za-z_]\w*)\s*=\s*[^;]*;\s*([A-Za-z_]\w*)\s*(<=?)\s*([^;]*?)\s*;"
                   r"\s*(?:\+\+\s*(\w+)|(\w+)\s*\+\+|(\w+)\s*\+=\s*[^)]*)\s*\)")
+# An accessor's arguments before its column, with parentheses nested three deep: a row a hand-written entry
+# computes (`x.at((blockIdx.x * blockDim.x + threadIdx.x) / 32 + r, c)`, its local `row` read as its definition).
+_ARGUMENTS = r"(?:[^()]|\((?:[^()]|\((?:[^()]|\([^()]*\))*\))*\))*"
 _ROW_OBJECT = re.compile(r"\b(?:const\s+)?auto\s+([A-Za-z_]\w*)\s*=\s*([A-Za-z_]\w*)\s*\.\s*row\s*\(")
 
 
@@ -78,14 +81,15 @@ def loop_columns(lines: Sequence[str], views: Iterable[str], constants: Sequence
 def _uses(line: str, counter: str, views: frozenset[str], rows: dict[str, str]) -> list[tuple[str, int | None, str]]:
     """(view, vector bytes, the index as written) of each whole-column use of ``counter`` on ``line``."""
     v = re.escape(counter)
+    a = _ARGUMENTS
     found: list[tuple[str, int | None, str]] = []
-    for m in re.finditer(rf"\b([A-Za-z_]\w*)\s*\.\s*(?:template\s+)?(at|vec\s*<\s*(\d+)\s*>)\s*\([^()]*,\s*{v}\s*\)", line):
+    for m in re.finditer(rf"\b([A-Za-z_]\w*)\s*\.\s*(?:template\s+)?(at|vec\s*<\s*(\d+)\s*>)\s*\({a},\s*{v}\s*\)", line):
         if m.group(1) in views:
             found.append((m.group(1), int(m.group(3)) if m.group(3) else None, m.group(0)))
-    for m in re.finditer(rf"\b([A-Za-z_]\w*)\s*\.\s*row\s*\([^()]*\)\s*\[\s*{v}\s*\]", line):
+    for m in re.finditer(rf"\b([A-Za-z_]\w*)\s*\.\s*row\s*\({a}\)\s*\[\s*{v}\s*\]", line):
         if m.group(1) in views:
             found.append((m.group(1), None, m.group(0)))
-    for m in re.finditer(rf"(?<![\w.])([A-Za-z_]\w*)\s*\((?:[^()]*,\s*)?{v}\s*\)", line):
+    for m in re.finditer(rf"(?<![\w.])([A-Za-z_]\w*)\s*\((?:{a},\s*)?{v}\s*\)", line):
         if m.group(1) in views:
             found.append((m.group(1), None, m.group(0)))
     for m in re.finditer(rf"(?<![\w.])([A-Za-z_]\w*)\s*\[\s*{v}\s*\]", line):

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from .constants import Constant, Constants
+from .constants import Constant, Constants, Fact
 from .cxx import Group, Node, Token, source, split_at
 
 SUBSCRIPT, POINTER, ROW_ARGUMENT, COLUMN_ARGUMENT = "subscript", "pointer", "row argument", "column argument"
@@ -51,6 +51,7 @@ class IndexLiteral:
     negative: bool = False  # a term subtracted (`F - 1 - d`: 1 and d)
     call: str | None = None  # in an accessor's column: the call up to the column (`x.at(row, `)
     scaled: bool = False  # inside parentheses multiplied by another factor (`(b * 61 + k) * 56`: 61 counts rows)
+    fact: Fact | None = None  # the view's fact the constant is, however it was spelled (`s` = `x.row_stride`)
 
 
 def is_op(node: Node | None, *texts: str) -> bool:
@@ -90,7 +91,7 @@ def _literal(text: str, nodes: Sequence[Node], constant: Constant, role: str, pl
              row: str | None, others: _Terms) -> IndexLiteral:
     return IndexLiteral(constant.value, role, place, base, row, others,
                         source(text, list(nodes)) if constant.named else "", named=constant.named,
-                        unit_bytes=base.unit_bytes)
+                        unit_bytes=base.unit_bytes, fact=constant.fact)
 
 
 def _coefficient(nodes: Sequence[Node], values: Constants) -> tuple[int, int, bool] | None:
