@@ -15,16 +15,14 @@ from __future__ import annotations
 
 import ctypes
 import re
-import subprocess
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 
-from layoutgen.project.execute_harness import CUDA_STAND_INS
 from tests.helpers.checked_spellings import SPELLINGS, probe_spec
-from tests.helpers.host import COMPILER, LIBRARY, needs_compiler
+from tests.helpers.host import build_shared, needs_compiler
 from tests.helpers.rendering import render
 
 pytestmark = needs_compiler
@@ -73,15 +71,7 @@ def _kernel(tmp: Path, stride: int) -> Any:
         "    for (int n = 0; n < 7; ++n) out[n] = lg::lg_test_hit[n];\n"
         "    return lg::lg_test_hits;\n"
         "}\n", encoding="utf-8")
-    library = tmp / "probe.so"
-    run = subprocess.run([str(COMPILER), "-std=c++17", "-O1", "-shared", "-fPIC", "-Wall", "-Werror",
-                          "-Wno-unused-variable", "-Wno-unknown-pragmas", "-I", str(tmp), "-I", str(CUDA_STAND_INS),
-                          "-I", str(LIBRARY), str(source), "-o", str(library)], capture_output=True, text=True,
-                         timeout=300)
-    assert run.returncode == 0, run.stderr
-    fn = ctypes.CDLL(str(library)).host_launch
-    fn.restype = ctypes.c_longlong
-    return fn
+    return build_shared(source, tmp / "probe.so", "c++17", (tmp,), "-O1")
 
 
 def _run(fn: Any, which: int, rows: tuple[int, int] = (2, 3)) -> tuple[int, list[int], np.ndarray[Any, Any],

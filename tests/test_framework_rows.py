@@ -32,32 +32,17 @@ from hypothesis import strategies as st
 from layoutgen.runtime import arrays, launch, readers
 from layoutgen.runtime.arrays import FRAMEWORKS, JAX, ArrayKindError, array_info, framework_of
 from layoutgen.runtime.launch import KernelLauncher, LaunchError
-from tests.fake_device import Recorded, fake_device
 from tests.helpers.compiled import device, hooked, launcher, outcome  # noqa: F401  (fixtures)
 from tests.helpers.dlpack_producer import DELETED, LIVE, DLPackOnly
 from tests.helpers.jax_fakes import FakeJaxArray, JaxArray
-from tests.helpers.launch import BASE, FWD, B, Dev, K, dev_reader
+from tests.helpers.launch import BASE, FWD, B, Dev, K, counted_launcher, dev_reader
 from tests.launch_paths import launch_path, take_path  # noqa: F401  (the fixture: every test through both launch paths)
 
 
 @pytest.fixture
 def fwd(monkeypatch: pytest.MonkeyPatch) -> tuple[KernelLauncher, list[tuple[Any, ...]], list[int]]:
     """A fresh variable_selection_fwd launcher with the GPU faked: it, its launches, and a count of full binds."""
-    k = KernelLauncher(FWD.spec, FWD.folder, "vsn.cuh")
-    launched: list[tuple[Any, ...]] = []
-    binds: list[int] = []
-    real_bind = k.bind
-
-    def counting_bind(arrays: tuple[Any, ...], device: int, *read: Any) -> Any:
-        binds.append(1)
-        return real_bind(arrays, device, *read)
-
-    monkeypatch.setattr(k, "bind", counting_bind)
-    monkeypatch.setattr(k, "function", lambda device, arch: Recorded(lambda *a: launched.append(a)))
-    fake_device(monkeypatch)
-    monkeypatch.setattr(launch, "find_device", lambda: 0)
-    monkeypatch.setattr(launch, "device_arch", lambda device: "sm_90")
-    return k, launched, binds
+    return counted_launcher(monkeypatch)
 
 
 SHAPES = {"x": (B, K, 56), "W": (40, 40), "b": (40,), "gates": (B, K, 40), "y": (B, K, 40)}

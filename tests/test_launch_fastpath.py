@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from tests.fake_device import Recorded, fake_device
+from tests.fake_device import Recorded
 from tests.launch_paths import launch_path  # noqa: F401  (the fixture: every test through both launch paths)
 
 import generated.vsn as vsn
@@ -19,7 +19,7 @@ from layoutgen.runtime import launch
 from layoutgen.runtime.arrays import ArrayInfo, interface_info
 from layoutgen.runtime.launch import KernelLauncher, KernelSpec, LaunchError, LayoutSpec, ParamSpec
 from layoutgen.runtime.readers import INFOS
-from tests.helpers.launch import FWD
+from tests.helpers.launch import FWD, counted_launcher
 
 pytestmark = pytest.mark.usefixtures("launch_path")
 
@@ -63,20 +63,7 @@ def fwd(monkeypatch: pytest.MonkeyPatch) -> tuple[KernelLauncher, list[tuple[Any
     """A fresh fwd launcher with the GPU faked; returns it, the launches, and a count of full binds."""
     import cupy
 
-    k = KernelLauncher(FWD.spec, FWD.folder, "vsn.cuh")
-    launched: list[tuple[Any, ...]] = []
-    binds: list[int] = []
-    real_bind = k.bind
-
-    def counting_bind(arrays: tuple[Any, ...], device: int, *read: Any) -> Any:
-        binds.append(1)
-        return real_bind(arrays, device, *read)
-
-    monkeypatch.setattr(k, "bind", counting_bind)
-    monkeypatch.setattr(k, "function", lambda device, arch: Recorded(lambda *a: launched.append(a)))
-    fake_device(monkeypatch)
-    monkeypatch.setattr(launch, "find_device", lambda: 0)
-    monkeypatch.setattr(launch, "device_arch", lambda device: "sm_90")
+    k, launched, binds = counted_launcher(monkeypatch)
     monkeypatch.setitem(launch._FAST_READERS, Fast, _read)
     return k, launched, binds
 

@@ -15,7 +15,6 @@ rows it never stores), report nothing.
 from __future__ import annotations
 
 import ctypes
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -26,12 +25,12 @@ from hypothesis import strategies as st
 
 from layoutgen.codegen.checked_types import checked_pointer_types
 from layoutgen.project.execute_findings import finding_diagnostic
-from layoutgen.project.execute_harness import CUDA_STAND_INS, HostProgram
+from layoutgen.project.execute_harness import HostProgram
 from layoutgen.project.footprints import Footprint
 from layoutgen.runtime import debug
 from layoutgen.runtime.plan import KernelSpec, SharedArray
 from tests.helpers.debug_fault import FaultRecord, fault_words
-from tests.helpers.host import COMPILER, LIBRARY, needs_compiler
+from tests.helpers.host import build_shared, needs_compiler
 
 pytestmark = needs_compiler
 
@@ -105,14 +104,7 @@ def _program(tmp: Path) -> Any:
         "    std::snprintf(name, 128, \"%s\", lg::lg_test_name);\n"
         "    return lg::lg_test_hits;\n"
         "}\n", encoding="utf-8")
-    library = tmp / "tile_probe.so"
-    run = subprocess.run([str(COMPILER), "-std=c++17", "-O1", "-shared", "-fPIC", "-Wall", "-Werror",
-                          "-Wno-unused-variable", "-Wno-unknown-pragmas", "-I", str(CUDA_STAND_INS), "-I", str(LIBRARY),
-                          str(source), "-o", str(library)], capture_output=True, text=True, timeout=300)
-    assert run.returncode == 0, run.stderr
-    fn = ctypes.CDLL(str(library)).probe
-    fn.restype = ctypes.c_longlong
-    return fn
+    return build_shared(source, tmp / "tile_probe.so", "c++17", (), "-O1", symbol="probe")
 
 
 @pytest.fixture(scope="module")

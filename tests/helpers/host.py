@@ -44,8 +44,10 @@ PRELUDE = (
 )
 
 
-def _build(source: Path, library: Path, standard: str, includes: tuple[Path, ...], *extra: str) -> Any:
-    """``source`` built into the shared library ``library`` with warnings as errors; its ``host_launch``."""
+def build_shared(source: Path, library: Path, standard: str, includes: tuple[Path, ...], *extra: str,
+                 symbol: str = "host_launch") -> Any:
+    """``source`` built into the shared library ``library`` with warnings as errors (the CUDA stand-ins and the
+    device library on the include path after ``includes``); its function ``symbol``, returning a long long."""
     run = subprocess.run(
         [str(COMPILER), f"-std={standard}", "-shared", "-fPIC", "-Wall", "-Werror", "-Wno-unused-variable",
          "-Wno-unknown-pragmas", *extra, *(f"-I{folder}" for folder in includes), "-I", str(CUDA_STAND_INS),
@@ -53,7 +55,9 @@ def _build(source: Path, library: Path, standard: str, includes: tuple[Path, ...
         capture_output=True, text=True, timeout=300,
     )
     assert run.returncode == 0, run.stderr
-    return ctypes.CDLL(str(library)).host_launch
+    fn = getattr(ctypes.CDLL(str(library)), symbol)
+    fn.restype = ctypes.c_longlong
+    return fn
 
 
 def host_kernel(kernel: str, tmp: Path, folder: Path, signature: tuple[str, str, str]) -> Any:
@@ -76,7 +80,7 @@ def host_kernel(kernel: str, tmp: Path, folder: Path, signature: tuple[str, str,
         "}\n",
         encoding="utf-8",
     )
-    return _build(source, tmp / f"{kernel}.so", "c++17", (folder,), "-O1")
+    return build_shared(source, tmp / f"{kernel}.so", "c++17", (folder,), "-O1")
 
 
 def _ptr(a: np.ndarray[Any, Any]) -> ctypes.c_void_p:
@@ -116,4 +120,4 @@ def cooperative(tmp: Path, source: Path, function: str, params: str, shared: str
         "}\n",
         encoding="utf-8",
     )
-    return _build(harness, tmp / f"{function}.so", "c++20", (source.parent, *include), "-O2", "-pthread")
+    return build_shared(harness, tmp / f"{function}.so", "c++20", (source.parent, *include), "-O2", "-pthread")

@@ -145,3 +145,23 @@ def dev_info(a: Any, signature: tuple[Any, ...], ptr: Any) -> ArrayInfo:
 
 
 INFOS[dev_reader] = dev_info  # a launch validates the read it keys on
+
+
+def counted_launcher(monkeypatch: pytest.MonkeyPatch) -> tuple[KernelLauncher, list[tuple[Any, ...]], list[int]]:
+    """A fresh variable_selection_fwd launcher with the GPU faked (an sm_90 device 0, launches recorded): it, its
+    launches, and a count of its full binds (a plan made from a validated read)."""
+    k = KernelLauncher(FWD.spec, FWD.folder, "vsn.cuh")
+    launched: list[tuple[Any, ...]] = []
+    binds: list[int] = []
+    real_bind = k.bind
+
+    def counting_bind(arrays: tuple[Any, ...], device: int, *read: Any) -> Any:
+        binds.append(1)
+        return real_bind(arrays, device, *read)
+
+    monkeypatch.setattr(k, "bind", counting_bind)
+    monkeypatch.setattr(k, "function", lambda device, arch: Recorded(lambda *a: launched.append(a)))
+    fake_device(monkeypatch)
+    monkeypatch.setattr(launch, "find_device", lambda: 0)
+    monkeypatch.setattr(launch, "device_arch", lambda device: "sm_90")
+    return k, launched, binds
