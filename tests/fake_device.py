@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from layoutgen.runtime import driver, occupancy
+from layoutgen.runtime import occupancy, torch_streams
 
 FUNCTION = 0xF00D  # the CUfunction the recorded launches pretend to have
 SMS = 132
@@ -42,7 +42,8 @@ def fake_device(monkeypatch: pytest.MonkeyPatch) -> list[tuple[int, int, int]]:
     monkeypatch.setattr(occupancy, "_DEVICES", {0: occupancy.DeviceLimits(227 * 1024, SMS)})
     monkeypatch.setattr(occupancy, "_STATIC", {(0, FUNCTION): 0})
     monkeypatch.setattr(occupancy, "_ALLOWED", {})
-    monkeypatch.setattr(driver, "_TORCH_RAW_STREAM", lambda device: TORCH_STREAM if device == 0 else 0x50 + device)
+    # the torch row's current stream (arrays.TORCH.current_stream) reads torch's raw stream through this
+    monkeypatch.setattr(torch_streams, "_RAW_STREAM", lambda device: TORCH_STREAM if device == 0 else 0x50 + device)
     monkeypatch.setattr(occupancy, "_RESIDENT", {})
     attribute = {"max": occupancy.DEFAULT_DYNAMIC_SHARED}
     monkeypatch.setattr(cupy.cuda.driver, "funcGetAttribute", lambda attr, fn: attribute["max"])

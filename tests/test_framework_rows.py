@@ -10,8 +10,13 @@
 - A framework's launch rules are the row's: a written-array rule of a row added in a test is checked
   before the launch and recorded after it, by the launcher that never names it, and a plan with a rule the
   compiled path does not apply stays on the Python path.
+- The stream a launch given none runs on is the row's: a row added in a test with a current stream of its own
+  is launched on it by the launcher that never names it, on both paths (the compiled one hands such a call to
+  the Python path).
 
-Property tests: any JAX array (right or wrong in shape, dtype, alignment, device, platform, memory kind,
+Property tests: any mix of arrays of rows with and without their own current stream runs on the stream
+given, the one current stream of its libraries, or is refused with LG616 naming two rows whose differ; any JAX
+array (right or wrong in shape, dtype, alignment, device, platform, memory kind,
 deleted) is launched or refused alike by both paths; a DLPack read of any shape, strides, dtype, offset and
 device says what the ``__cuda_array_interface__`` read of the same array says.
 """
@@ -366,3 +371,102 @@ def test_a_rows_written_rule_is_checked_before_and_recorded_after_every_launch(t
     assert str(refused.value).split("\n")[0] == (
         "error[LG618]: `variable_selection_fwd.gates` (Features, layout Features [B, K, 40] f32) is locked")
     assert len(launched) == 2
+
+
+# -- the stream of a launch given none is the row's ------------------------------------------------------------
+
+
+class Streamed(Tracked):
+    """An array of a framework with a current stream of its own (``streamed_row``), existing only in this test."""
+
+
+class Other(Tracked):
+    """An array of a second such framework (``other_row``)."""
+
+
+def streamed_row(name: str, kind: type, handles: dict[str, int]) -> Any:
+    """A row, added in a test, whose arrays are ``kind``'s and whose current stream on device d is a protocol
+    stream of handle ``handles[name] + d``; it writes with no rule of its own."""
+    from tests.helpers.launch import ProtocolStream
+
+    return replace(tracked_row(), name=name, array_types=lambda k: issubclass(k, kind), written=None,
+                   current_stream=lambda device: ProtocolStream(handles[name] + device))
+
+
+@pytest.fixture
+def streamed(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, int]]:
+    """Two rows with current streams of their own (``streamed`` and ``other``) added to the table; the handles
+    of their current streams, which a test may change; CuPy's current stream is 0x51."""
+    from types import SimpleNamespace
+
+    from layoutgen.runtime import driver
+
+    handles = {"streamed": 0x700, "other": 0x900}
+    rows = (streamed_row("streamed", Streamed, handles), streamed_row("other", Other, handles))
+    monkeypatch.setattr(arrays, "FRAMEWORKS", (*FRAMEWORKS, *rows))
+    monkeypatch.setattr(arrays, "_READERS", {})
+    monkeypatch.setattr(driver, "_CURRENT_STREAM", lambda: SimpleNamespace(ptr=0x51))
+    yield handles
+    for kind in (Streamed, Other):
+        readers.INFOS.pop(readers.FAST_READERS.pop(kind, None), None)  # found while the rows were in the table
+
+
+@pytest.mark.usefixtures("launch_path")
+def test_a_launch_given_no_stream_runs_on_the_current_stream_of_a_row_added_to_the_table(
+        streamed: dict[str, int], fwd: Any) -> None:
+    """The launcher, which never names the row, asks it for its current stream on the launch's device: on both
+    paths, every call (the compiled path hands such a call to the Python path, which asks the row)."""
+    from layoutgen.runtime import driver
+
+    k, launched, _ = fwd
+    given = [Streamed(shape, BASE + i * 0x100000) for i, shape in enumerate(SHAPES.values())]
+    k(*given)
+    streamed["streamed"] = 0x7100  # the row's current stream changed between two calls of one plan
+    k(*given)
+    assert [driver.stream_handle(stream) for *_, stream in launched] == [0x700, 0x7100]
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(kinds=st.lists(st.sampled_from(["streamed", "other", "plain"]), min_size=1, max_size=5),
+       streamed_handle=st.sampled_from([0x51, 0x700]), other_handle=st.sampled_from([0x51, 0x700, 0x900]),
+       given_stream=st.booleans())
+def test_a_launch_given_no_stream_follows_its_arrays_rows(
+        streamed: dict[str, int], kinds: list[str], streamed_handle: int, other_handle: int,
+        given_stream: bool) -> None:
+    """Any mix of arrays of rows with and without a current stream of their own: a stream given is used as given;
+    over none of those rows, CuPy's current stream (None); over one row's alone, its current stream; over
+    several libraries, their one stream where their current streams are one (None where CuPy's is among them),
+    else LG616 naming, by the rows' names, the first two in the arrays' order whose current streams differ."""
+    from layoutgen.runtime import driver
+    from tests.helpers.launch import Dev, ProtocolStream
+
+    streamed.update(streamed=streamed_handle, other=other_handle)
+    made = {"streamed": lambda: Streamed((2,), BASE), "other": lambda: Other((2,), BASE), "plain": lambda: Dev((2,))}
+    given = [made[kind]() for kind in kinds]
+    stream = ProtocolStream(0x99) if given_stream else None
+    own = driver.own_streams(given)
+    assert own == sum(kind != "plain" for kind in kinds)
+    try:
+        got = driver.launch_stream(stream, given, own, "k", 0)
+    except LaunchError as error:
+        got = error
+    libraries = list(dict.fromkeys(kinds))  # in the arrays' order, "plain" (CuPy's) last
+    if "plain" in libraries:
+        libraries.remove("plain")
+        libraries.append("plain")
+    handle = {"streamed": streamed_handle, "other": other_handle, "plain": 0x51}
+    if given_stream or not own:
+        assert got is stream
+    elif len({handle[name] for name in libraries}) == 1:
+        assert got is None if "plain" in libraries else driver.stream_handle(got) == handle[libraries[0]]
+    else:
+        first, second = next((a, b) for a, b in zip(libraries, libraries[1:]) if handle[a] != handle[b])
+        assert isinstance(got, LaunchError) and got.code == "LG616"
+        second_name = "another library" if second == "plain" else second
+        stream_name = "CuPy" if second == "plain" else second
+        assert str(got).split("\n")[0] == (
+            f"error[LG616]: `k`: `stream` is None, but the arrays come from {first} and from {second_name}, whose "
+            f"current streams differ: {first}'s is 0x{handle[first]:x}, {stream_name}'s 0x{handle[second]:x}")
+        assert got.diagnostic.hint == (
+            f"pass the stream to launch on ({first}'s current stream, or the {stream_name} stream): a launch on "
+            "either may race with the other library's work")

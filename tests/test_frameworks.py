@@ -17,7 +17,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from layoutgen.runtime import arrays, driver, fastpath, readers
+from layoutgen.runtime import arrays, driver, fastpath, readers, torch_streams
 from layoutgen.runtime.arrays import CUPY, DLPACK, FRAMEWORKS, INTERFACE, JAX, TORCH, Framework, framework_of
 
 cupy = pytest.importorskip("cupy")
@@ -107,7 +107,7 @@ def test_the_c_sides_rows_are_the_frameworks_it_reads_itself() -> None:
 
 @pytest.mark.parametrize(("stream", "framework"), [
     (lambda: cupy.cuda.Stream.null, CUPY),
-    (lambda: driver.TorchCurrentStream(5), TORCH),
+    (lambda: torch_streams.TorchCurrentStream(5), TORCH),
 ])
 def test_a_streams_handle_is_read_as_its_framework_reads_it(stream: Any, framework: Any) -> None:
     assert driver._stream_reader(type(stream())) is framework.stream_handle

@@ -110,9 +110,9 @@ def test_torch_tensors_given_no_stream_launch_on_torchs_current_work_stream(tmp_
 import torch
 from layoutgen.runtime.fastpath import use_torch
 patch.setattr(torch.Tensor, "is_cuda", property(lambda self: True))  # CPU tensors taken for device 0's
-from layoutgen.runtime import arrays
+from layoutgen.runtime import arrays, torch_streams
 patch.setattr(arrays, "TORCH_DEVICE_TYPES", frozenset({"cuda", "cpu"}))
-patch.setattr(driver, "_TORCH_RAW_STREAM", lambda device: 0x7000 + device)  # the Python path's read of it
+patch.setattr(torch_streams, "_RAW_STREAM", lambda device: 0x7000 + device)  # the Python path's read of it
 get_pointer = ctypes.pythonapi.PyCapsule_GetPointer
 get_pointer.restype, get_pointer.argtypes = ctypes.c_void_p, [ctypes.py_object, ctypes.c_char_p]
 real = Exchange.from_address(get_pointer(torch.Tensor.__dlpack_c_exchange_api__, b"dlpack_exchange_api"))

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 torch = pytest.importorskip("torch")
 
 import generated.vsn as vsn  # noqa: E402
-from layoutgen.runtime import driver  # noqa: E402
+from layoutgen.runtime import driver, torch_streams  # noqa: E402
 from layoutgen.runtime.launch import LaunchError  # noqa: E402
 from layoutgen.runtime.typed import Array  # noqa: E402
 from tests.helpers.launch import ProtocolStream, launched  # noqa: E402,F401  (launched: the fixture)
@@ -181,9 +181,9 @@ def test_a_launch_given_no_stream_follows_its_arrays_library(kinds: list[str], t
     asked: list[int] = []
     stream = ProtocolStream(0x99) if given_stream else None
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(driver, "_TORCH_RAW_STREAM", lambda device: asked.append(device) or torch_handle)
+        patch.setattr(torch_streams, "_RAW_STREAM", lambda device: asked.append(device) or torch_handle)
         patch.setattr(driver, "_CURRENT_STREAM", lambda: SimpleNamespace(ptr=cupy_handle))
-        assert driver.count_torch(arrays) == n_torch
+        assert driver.own_streams(arrays) == n_torch
         try:
             got = driver.launch_stream(stream, arrays, n_torch, "k", 3)
         except LaunchError as error:
@@ -191,7 +191,7 @@ def test_a_launch_given_no_stream_follows_its_arrays_library(kinds: list[str], t
     if given_stream or not n_torch:
         assert got is stream and asked == []
     elif n_torch == len(arrays):
-        assert isinstance(got, driver.TorchCurrentStream) and driver.stream_handle(got) == torch_handle
+        assert isinstance(got, torch_streams.TorchCurrentStream) and driver.stream_handle(got) == torch_handle
         assert asked == [3]
     elif torch_handle == cupy_handle:
         assert got is None

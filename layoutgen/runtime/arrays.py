@@ -9,8 +9,8 @@ only ``__dlpack__`` (:mod:`.dlpack`). Strides come back in elements, whatever
 the library reports. :data:`FRAMEWORKS` has one row per array framework (what
 identifies its arrays and streams, its reads, its rules as callables the
 launch path calls); the full read here, the fast readers (:mod:`.readers`),
-the stream readers (:mod:`.driver`) and the written-array rules
-(:mod:`.validate`) all take a type's framework from it.
+the stream readers and the stream of a launch given none (:mod:`.driver`) and
+the written-array rules (:mod:`.validate`) all take a type's framework from it.
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ from .array_base import numpy_dtype as _dtype
 from .array_base import packed_strides as packed_strides
 from .array_base import unreadable as unreadable
 from .dlpack import dlpack_info
+from .torch_streams import TorchCurrentStream, torch_stream
 from .torch_writes import TorchWrites
 
 _TORCH_DTYPES = {
@@ -224,6 +225,9 @@ def _is_cupy_stream(kind: type) -> bool:
 
 
 def _is_torch_stream(kind: type) -> bool:
+    """torch's streams, and its current stream as a launch given none reads it (``torch_streams``)."""
+    if kind is TorchCurrentStream:
+        return True
     torch = sys.modules.get("torch")
     return torch is not None and issubclass(kind, torch.cuda.Stream)
 
@@ -293,6 +297,11 @@ class Framework:
     #: parameters' indices and what names a parameter): torch's autograd and inference checks before, version
     #: counters after.
     written: Callable[[tuple[int, ...], Callable[[str, Any], str]], Written] | None
+    #: The stream a launch over its arrays given ``stream=None`` runs on, on a device (``current_stream(device)``:
+    #: a stream object its ``stream_handle`` or the CUDA stream protocol reads): torch's current stream, as DLPack
+    #: asks of a library reading a framework's arrays. None: the launch's default, CuPy's current stream
+    #: (runtime/driver.py's launch_stream asks the rows of a launch's arrays; LG616 where two differ).
+    current_stream: Callable[[int], Any] | None = None
     #: ``refuse`` then ``fast_info``: what a launch validates a fast read with (readers.INFOS).
     read: Info = field(init=False, repr=False, compare=False)
 
@@ -316,7 +325,7 @@ CUPY = Framework(
     "fields", _is_cupy_stream, cupy_stream_handle, None)
 TORCH = Framework(
     "torch", is_torch_tensor, lambda kind, a: _in_module(kind, "torch"), _from_torch, torch_reader, torch_info,
-    torch_refusals, "dlpack", _is_torch_stream, torch_stream_handle, TorchWrites)
+    torch_refusals, "dlpack", _is_torch_stream, torch_stream_handle, TorchWrites, torch_stream)
 #: jax.Array (read-only: LG607 when written); another jax object with an interface is read through that.
 JAX = Framework(
     "jax", _is_jax_array, lambda kind, a: (_in_module(kind, "jax") or _in_module(kind, "jaxlib"))

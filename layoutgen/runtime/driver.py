@@ -15,16 +15,16 @@ from __future__ import annotations
 
 import ctypes
 import os
-import sys
 import threading
 import warnings
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 from ..schema.diagnostics import Diagnostic
-from .arrays import FRAMEWORKS, TORCH, is_torch_tensor
+from . import arrays as _table
+from .arrays import Framework, framework_of
 from .errors import LaunchError
-from .typed import unwrap
+from .typed import Array, unwrap
 
 #: Set to "cupy" to launch through CuPy even where cuda.bindings is installed.
 LAUNCH_ENV = "LAYOUTGEN_LAUNCH"
@@ -143,69 +143,103 @@ def stream_handle(stream: Any, kernel: str = "") -> int:
     return handle
 
 
-class TorchCurrentStream:
-    """torch's current stream on a device, as the raw handle torch gives (no ``torch.cuda.Stream`` made a
-    launch): what a launch over torch tensors runs on when it is given no stream. It speaks the CUDA stream
-    protocol, and has ``cuda_stream`` as a torch stream has (its handle is read as a torch stream's)."""
+# -- the stream of a launch given none: its arrays' rows' current streams ---------------------------------------
 
-    __slots__ = ("cuda_stream",)
-
-    def __init__(self, handle: int) -> None:
-        self.cuda_stream = handle
-
-    def __cuda_stream__(self) -> tuple[int, int]:
-        return 0, self.cuda_stream
-
-    def __repr__(self) -> str:
-        return f"TorchCurrentStream(0x{self.cuda_stream:x})"
+_TABLE: tuple[Framework, ...] = ()  # the table _SOLE and _ROWS were found in (a test may add a row)
+_SOLE: Callable[[int], Any] | None = None  # its one row's current_stream, where one row alone has one
+_ROWS: dict[type, Framework | None] = {}  # array type -> its row where that row has its own current stream
+_UNKNOWN: Any = object()  # a type not yet in _ROWS
 
 
-#: torch's current raw stream of a device (``torch._C._cuda_getCurrentRawStream``), found on first use.
-_TORCH_RAW_STREAM: Any = None
+def _found_in_table() -> Callable[[int], Any] | None:
+    """:data:`_SOLE`, and :data:`_ROWS` emptied, where ``arrays.FRAMEWORKS`` is not the table they were found in."""
+    global _TABLE, _SOLE
+    table = _table.FRAMEWORKS
+    if table is not _TABLE:
+        _ROWS.clear()
+        own = [f.current_stream for f in table if f.current_stream is not None]
+        _SOLE = own[0] if len(own) == 1 else None
+        _TABLE = table
+    return _SOLE
 
 
-def torch_stream(device: int) -> TorchCurrentStream:
-    """torch's current stream on ``device`` (``torch.cuda.current_stream(device)``, read as a handle)."""
-    global _TORCH_RAW_STREAM
-    if _TORCH_RAW_STREAM is None:
-        torch = sys.modules["torch"]  # a torch tensor was given: torch is imported
-        _TORCH_RAW_STREAM = getattr(torch._C, "_cuda_getCurrentRawStream", None) or (
-            lambda index: torch.cuda.current_stream(index).cuda_stream)
-    return TorchCurrentStream(int(_TORCH_RAW_STREAM(device)))
+def _stream_row(a: Any) -> Framework | None:
+    """The row of array ``a`` (a typed Array unwrapped) where it has its own current stream; found once per type
+    (:func:`_found_in_table` called first)."""
+    a = unwrap(a)
+    kind = type(a)
+    try:
+        return _ROWS[kind]
+    except KeyError:
+        row = framework_of(kind, a)
+        found = _ROWS[kind] = row if row is not None and row.current_stream is not None else None
+        return found
 
 
-def count_torch(arrays: Sequence[Any]) -> int:
-    """How many of ``arrays`` (typed Arrays unwrapped) are torch tensors."""
-    if "torch" not in sys.modules:  # a tensor exists only once torch is imported
-        return 0
-    return sum(1 for a in arrays if is_torch_tensor(type(unwrap(a))))
+def stream_rows(arrays: Sequence[Any]) -> list[Framework]:
+    """The rows with a current stream of their own that ``arrays`` (typed Arrays unwrapped) come from, in the
+    arrays' order, each once."""
+    _found_in_table()
+    rows: list[Framework] = []
+    for a in arrays:
+        row = _stream_row(a)
+        if row is not None and row not in rows:
+            rows.append(row)
+    return rows
 
 
-def launch_stream(stream: Any, arrays: Sequence[Any], torch_arrays: int, kernel: str, device: int) -> Any:
-    """What a launch over ``arrays`` (``torch_arrays`` of them torch tensors) on ``device`` runs on:
-    ``stream`` where one is given; for None, the current stream of the library the arrays come from.
+def own_streams(arrays: Sequence[Any]) -> int:
+    """How many of ``arrays`` (typed Arrays unwrapped) come from a framework with a current stream of its own
+    (its row's ``current_stream``): a launch over none of them given no stream runs on CuPy's current one.
+    A program run asks on every call: one dict lookup an array."""
+    _found_in_table()
+    rows = _ROWS
+    count = 0
+    for a in arrays:
+        kind = type(a)
+        row = rows.get(kind, _UNKNOWN) if kind is not Array else _UNKNOWN
+        if row is _UNKNOWN:
+            row = _stream_row(a)
+        count += row is not None
+    return count
 
-    Over torch tensors alone that is torch's current stream (:class:`TorchCurrentStream`), as DLPack's
-    exchange API asks of a library that reads a framework's tensors: launch on the framework's current work
-    stream, so the kernel is ordered after the torch work that made its inputs. Over no torch tensor it is
-    the current CuPy stream (None, read at the launch). Over both, the two current streams must be one
-    stream (then None), else LG616: the launch would race with one library's work, and only the caller knows
-    which.
+
+def launch_stream(stream: Any, arrays: Sequence[Any], own: int, kernel: str, device: int) -> Any:
+    """What a launch over ``arrays`` (``own`` of them from frameworks with their own current stream,
+    :func:`own_streams`) on ``device`` runs on: ``stream`` where one is given; for None, the current stream
+    of the framework the arrays come from (their row's ``current_stream``).
+
+    Over arrays of one such framework alone that is its current stream (torch's: as DLPack's exchange API
+    asks of a library that reads a framework's tensors, so the kernel is ordered after the work that made its
+    inputs). Over none it is the current CuPy stream (None, read at the launch). Over arrays of several
+    libraries, their current streams must be one stream (then that one; None where CuPy's is among them), else
+    LG616 naming two that differ: the launch would race with one library's work, and only the caller knows which.
     """
-    if stream is not None or not torch_arrays:
+    if stream is not None or not own:
         return stream
-    current = torch_stream(device)
-    if torch_arrays == len(arrays):
-        return current
-    cupy_handle = stream_handle(None, kernel)
-    if current.cuda_stream == cupy_handle:
-        return None
+    if own == len(arrays):  # the common case: one row alone has a current stream, so all are its arrays
+        sole = _SOLE if _table.FRAMEWORKS is _TABLE else _found_in_table()
+        if sole is not None:
+            return sole(device)
+    named = stream_rows(arrays)
+    currents = [row.current_stream(device) for row in named]  # type: ignore[misc]
+    if own == len(arrays) and len(named) == 1:
+        return currents[0]
+    handles = [(row.name, stream_handle(current, kernel), current) for row, current in zip(named, currents)]
+    if own < len(arrays):
+        handles.append(("", stream_handle(None, kernel), None))  # the other arrays': CuPy's current stream
+    differ = next(((a, b) for a, b in zip(handles, handles[1:]) if a[1] != b[1]), None)
+    if differ is None:
+        return None if own < len(arrays) else currents[0]
+    (first, first_handle, current), (second, second_handle, _) = differ
+    spelled = getattr(current, "spelled", None)  # how a user names that stream (torch's: torch_streams)
+    return_to = f"`stream={spelled}`" if spelled else f"{first}'s current stream"
     raise LaunchError(Diagnostic(
-        "LG616", f"{f'`{kernel}`: ' if kernel else ''}`stream` is None, but the arrays come from torch and from "
-        f"another library, whose current streams differ: torch's is 0x{current.cuda_stream:x}, CuPy's "
-        f"0x{cupy_handle:x}",
-        hint="pass the stream to launch on (`stream=torch.cuda.current_stream()`, or the CuPy stream): a launch "
-        "on either may race with the other library's work",
+        "LG616", f"{f'`{kernel}`: ' if kernel else ''}`stream` is None, but the arrays come from {first} and from "
+        f"{second or 'another library'}, whose current streams differ: {first}'s is 0x{first_handle:x}, "
+        f"{second or 'CuPy'}'s 0x{second_handle:x}",
+        hint=f"pass the stream to launch on ({return_to}, or the {second or 'CuPy'} stream): a launch on either may "
+        "race with the other library's work",
     ))
 
 
@@ -228,11 +262,9 @@ def _not_a_stream(stream: Any, kernel: str) -> Any:
 
 
 def _stream_reader(kind: type) -> Callable[[Any, str], Any]:
-    """How to read the handle of a stream of type ``kind``: its framework's (arrays.FRAMEWORKS; torch's for
-    torch's current stream, also before the protocol), else the CUDA stream protocol's; found once per type."""
-    if kind is TorchCurrentStream and TORCH.stream_handle is not None:
-        return TORCH.stream_handle
-    for framework in FRAMEWORKS:
+    """How to read the handle of a stream of type ``kind``: its framework's (arrays.FRAMEWORKS, also before the
+    protocol: torch's current stream speaks both), else the CUDA stream protocol's; found once per type."""
+    for framework in _table.FRAMEWORKS:
         if framework.stream_handle is not None and framework.owns_stream(kind):
             return framework.stream_handle
     if callable(getattr(kind, "__cuda_stream__", None)):  # the protocol: cuda.core, cuda.bindings, others

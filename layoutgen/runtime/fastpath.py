@@ -63,7 +63,7 @@ from .driver import PackedLaunch
 from .occupancy import SharedMemoryLaunch
 from .paths import PYTHON_LAUNCH_ENV, python_launch_forced
 from .plan import KernelSpec
-from .arrays import FRAMEWORKS, Framework
+from .arrays import FRAMEWORKS, TORCH, Framework
 from .readers import FAST_READERS
 from .typed import Array
 from .torch_writes import version_bump
@@ -73,6 +73,9 @@ EXTENSION = "layoutgen.runtime._fastlaunch"
 
 #: The frameworks whose arrays the C side reads itself, by how (arrays.Framework.c_read): "fields", "dlpack".
 C_READS: dict[str, Framework] = {f.c_read: f for f in FRAMEWORKS if f.c_read is not None}
+#: The C reads whose arrays' own current stream (arrays.Framework.current_stream) the C side finds itself, for a
+#: launch given none (fastlaunch/streams.c's fl_torch_stream); a plan over another row with one stays Python's.
+C_CURRENT_STREAMS = frozenset({"dlpack"})
 
 _loaded: list[tuple[Any, str]] = []  # [(the extension or None, why not)], once imported or tried
 _warned: list[bool] = []  # [True] once the missing extension has been reported
@@ -196,6 +199,8 @@ def learn(fast: Any, plan: Any, arrays: Sequence[Any], signatures: Sequence[Any]
     written = checked.written
     if written is not None and not written.in_c:  # a framework's rule the C side does not apply: Python's plan
         return
+    if checked.torch_arrays and any(row.c_read not in C_CURRENT_STREAMS for row in driver.stream_rows(arrays)):
+        return  # a current stream the C side does not find (it would launch on CuPy's): Python's plan
     if not _torch and "torch" in sys.modules:  # a torch tensor exists only once torch is imported
         use_torch()
     try:
@@ -246,7 +251,7 @@ def use_torch() -> None:
         seen[code] = seen.get(code, 0) + 1
     ambiguous = tuple(sorted(code for code, count in seen.items() if count > 1))
     module.use_torch(torch.is_grad_enabled, modes, version_bump(), types if modes is not None else (), ambiguous,
-                     driver.torch_stream, exported, torch.is_inference_mode_enabled)
+                     TORCH.current_stream, exported, torch.is_inference_mode_enabled)
     torch_cxx_reader.install(module, torch)
     _torch.append(True)  # only once given: an interrupted first time leaves it to the next plan
 

@@ -8,7 +8,7 @@ checks that no written argument shares memory with another, that the grid
 fits a CUDA grid, the autograd state of written torch tensors and the
 stream, and only then looks for the device and launches (:mod:`.driver`) on
 the stream passed or, for None, the current stream of the arrays' library
-(:func:`.driver.launch_stream`: torch's over torch tensors, else CuPy's).
+(:func:`.driver.launch_stream`: their framework row's, else CuPy's).
 Nothing is compiled until the first launch; the cubin is the one ``layoutgen build`` shipped in the
 package's ``cubins/`` where one fits the device (:mod:`.prebuilt`), else it
 comes from the on-disk cache or NVRTC. The debug build's checks around a
@@ -43,8 +43,8 @@ from . import fastpath
 from .arrays import ArrayKindError
 from .cache import CubinCache
 from .debug import checked_launch
-from .driver import (Launch, check_stream, count_torch, current_device, device_arch, find_device, launch_stream,
-                     make_launch, no_device_error)
+from .driver import (Launch, check_stream, current_device, device_arch, find_device, launch_stream, make_launch,
+                     no_device_error, own_streams)
 from .errors import LaunchError, launch_error
 from .launch_plan import MAX_GRID_BLOCKS, grid_blocks
 from .launch_plan import Checked as _Checked
@@ -204,7 +204,7 @@ class KernelLauncher:
         masks = tuple(p.align - 1 for p in spec.params)
         checked = _Checked(blocks, spec.block, tuple(bound[s] for s in spec.symbols), masks,
                            functools.reduce(operator.or_, masks, 0), extents.pairs, written, bound,
-                           count_torch(arrays))
+                           own_streams(arrays))
         return checked, pointers
 
     def _overlap(self, pair: tuple[int, int], pointers: list[int], bound: dict[str, int]) -> LaunchError:
@@ -353,7 +353,7 @@ class KernelLauncher:
             fastpath.learn(fast, plan, arrays, validated[1:], pointers)
         if not checked.blocks:
             return
-        if stream is None and checked.torch_arrays:  # torch's current stream (LG616 where two libraries' differ)
+        if stream is None and checked.torch_arrays:  # the arrays' framework's current stream (LG616 where two differ)
             stream = launch_stream(None, arrays, checked.torch_arrays, self.spec.name, plan.device)
         if self.spec.debug:
             try:

@@ -27,8 +27,8 @@ from ..schema.diagnostics import Diagnostic
 from ..schema.scalars import describe_value
 from ..schema.words import plural
 from . import fastpath
-from .driver import (Launch, check_stream, count_torch, cupy_stream, device_arch, find_device, launch_stream,
-                     no_device_error)
+from .driver import (Launch, check_stream, cupy_stream, device_arch, find_device, launch_stream,
+                     no_device_error, own_streams)
 from .errors import LaunchError, launch_error
 from .launch import KernelLauncher
 from .occupancy import size_launch
@@ -208,8 +208,8 @@ class ProgramRunner:
         device = find_device()
         arrays, slots = self._split(arguments)
         device, ready, pointers = self._prepare(arrays, slots, device, stream)
-        if stream is None:  # torch's current stream over torch tensors (LG616 where two libraries' differ)
-            stream = launch_stream(None, arrays, count_torch(arrays), self.spec.name, device)
+        if stream is None:  # the buffers' framework's current stream (LG616 where two libraries' differ)
+            stream = launch_stream(None, arrays, own_streams(arrays), self.spec.name, device)
         try:
             # The compiled path launches every step it can, in order; the Python path launches the rest (and
             # reports why the compiled one stopped: LG609 for a launch the driver refused).
@@ -308,7 +308,7 @@ class ProgramGraph:
         for name, given in values.items():
             self._check_value(name, given)
         if stream is None:
-            stream = launch_stream(None, self._arrays, count_torch(self._arrays), self.name, self.device)
+            stream = launch_stream(None, self._arrays, own_streams(self._arrays), self.name, self.device)
         self._graph.launch(cupy_stream(stream, self.name))  # LG616 for what is no stream
 
     def _check_value(self, name: str, given: Any) -> None:
