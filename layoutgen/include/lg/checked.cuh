@@ -9,7 +9,7 @@
 // against the footprint and the first one outside is reported (lg::out_of_footprint) in the words of the
 // CPU run's LG650. The accessors hand out an lg::checked_ref, a reference that checks each read and write,
 // so that `&` of one is a checked pointer. A shared tile's accessor (lg/detail/shared_tile.cuh) hands one out too,
-// with the tile's footprint (its data, the rows it holds, its pitch and width: footprint::tile below), so that
+// with the tile's footprint (its data, the rows it holds, its pitch and width: footprint::tile() below), so that
 // `&xs(r, c)` is a checked pointer on the GPU (the CPU run leaves a tile to AddressSanitizer).
 //
 // The user's pointer types stay checked too: the debug build writes each pointer declarator over an element type
@@ -24,6 +24,17 @@
 #include "fault.cuh"
 #include "field.cuh"
 #include "site.cuh"
+
+#if !defined(__CUDACC__)
+namespace lg {
+// On the host (the CPU run, host-compiled tests) a tile's pointer reports through out_of_footprint, which the host's
+// fault functions define (lg/host/sanitizer.h): the CPU run leaves tiles to AddressSanitizer and never gets here.
+inline void out_of_tile(const char* where, int param, long long row, long long col, long long held, long long capacity,
+                        long long width, long long pitch, int access, const char* file, int line) {
+    out_of_footprint(where, param, row, col, held, capacity, width, pitch, access, file, line);
+}
+}  // namespace lg
+#endif
 
 namespace lg {
 inline namespace v0_1_0 {
@@ -58,13 +69,15 @@ struct footprint {
     int itemsize, param;  // a shared tile's `param`: -1 - its index among the kernel's shared arrays
     const char* where;  // `kernel.param (View)`, for the device's printf
     site taken;  // where the pointer was taken from the view
-    // A shared tile's (lg::SharedTile's accessor, lg/detail/shared_tile.cuh; 0 for every other footprint, which
-    // leaves it out of its braces): 1 for an element its accessor handed out, checked there (row below the
-    // capacity, column below the width; a read past the rows the tile holds is recorded, not refused, as a
-    // tensor-core tile computes rows it never stores), so nothing more is checked here; 2 for a pointer taken from
-    // one (`&xs(r, c)`), checked here: `rows` the rows the tile held when it was taken, `row_stride` its pitch,
-    // columns 0..width, `array` the first element of the tile (of its stage). `capacity`: the tile's rows.
-    int tile, capacity;
+    // A shared tile's footprint (lg::SharedTile's accessor, lg/detail/shared_tile.cuh) has no named range, and says
+    // what it is in that range's fields, so that every footprint keeps one size (a larger one costs registers in
+    // every checked access of the debug build): `len` 0 and `inner` 0 (no range has 0 rows an entry), `start` 1 for
+    // an element its accessor handed out, checked there (row below the capacity, column below the width; a read
+    // past the rows the tile holds is recorded, not refused, as a tensor-core tile computes rows it never stores),
+    // so nothing more is checked here, 2 for a pointer taken from one (`&xs(r, c)`), checked here; `size` the
+    // tile's capacity. `rows` the rows the tile held when the pointer was taken, `row_stride` its pitch, columns
+    // 0..width, `array` the first element of the tile (of its stage).
+    __device__ __forceinline__ int tile() const { return len == 0 && inner == 0 ? static_cast<int>(start) : 0; }
 
     // The field's row of row `r` of the array, or -1 where that row is not one of the field's.
     __device__ __forceinline__ long long field_row(long long r) const {
@@ -90,23 +103,29 @@ struct footprint {
 #ifdef LG_HOST_ACCESS  // the CPU run's shadow of outputs (lg/host/shadow.h): unwritten reads, racing writes
         // A tile is AddressSanitizer's there (its pitch's padding poisoned; a NaN from rows past those it holds
         // named where it reaches an output), whose findings name it already: the CPU run's stay as they were.
-        if (tile != 0) return;
+        if (tile() != 0) return;
         LG_HOST_ACCESS(array, param, at, bytes, access);
 #endif
-        if (tile == 1) return;
+        const int t = tile();
+        if (t == 1) return;
         const long long first = static_cast<const unsigned char*>(at) - array;
         const long long lo = first >= 0 ? first / itemsize : -1 - (-1 - first) / itemsize;
         const long long hi = (first + bytes - 1) >= 0 ? (first + bytes - 1) / itemsize : -1 - (-first - bytes) / itemsize;
         long long row, col, frow;
-        if (!holds(lo, row, col, frow) || (hi != lo && !holds(hi, row, col, frow)))
-            out_of_footprint(where, param, row, col, tile ? rows : frow, tile ? capacity : offset, width, row_stride,
-                             access > 2 ? 1 : access, taken.file, taken.line);
+        if (!holds(lo, row, col, frow) || (hi != lo && !holds(hi, row, col, frow))) {
+            if (t)
+                out_of_tile(where, param, row, col, rows, size, width, row_stride, access > 2 ? 1 : access, taken.file,
+                            taken.line);
+            else
+                out_of_footprint(where, param, row, col, frow, offset, width, row_stride, access > 2 ? 1 : access,
+                                 taken.file, taken.line);
+        }
     }
     // The footprint of a pointer taken from an element with this one (`&` of a checked reference): a tile's
     // element's becomes a tile's pointer's, checked from then on.
     __device__ __forceinline__ footprint pointer() const {
         footprint f = *this;
-        if (f.tile == 1) f.tile = 2;
+        if (f.tile() == 1) f.start = 2;
         return f;
     }
 };
@@ -207,7 +226,7 @@ class checked_ptr {
     // least as many as addresses), so its accesses check nothing. `param` -1 and `array` null tell it apart
     // for whatever looks at a footprint (lg::footprint::check's callers in the CPU run).
     __device__ __forceinline__ static footprint unchecked() {
-        return {nullptr, 0x7fffffffffffffffLL, 1, 0, 1, 0, 0, 0, 1, 1, -1, nullptr, {nullptr, 0}, 0, 0};
+        return {nullptr, 0x7fffffffffffffffLL, 1, 0, 1, 0, 0, 0, 1, 1, -1, nullptr, {nullptr, 0}};
     }
     // Scalars: a checked reference (a read and a write told apart); a vector type: its members are reached
     // through the reference, so the whole element is checked at once.

@@ -63,9 +63,7 @@ __device__ __noinline__ void out_of_field(const char* where, int param, long lon
 }
 // A checked pointer's access outside its footprint (lg::footprint::check): row `row`, column `col` of the
 // array (`field_row`: the field's row, -1 where the row is not the field's). The same record; the launcher
-// words it as the CPU run's LG650. A pointer taken from a shared tile (`param` -1 - the tile's index) gives the
-// rows the tile holds in `field_row` and its capacity in `offset` (its columns start at 0; `row_stride` is its
-// pitch), and its name in the record's `name`.
+// words it as the CPU run's LG650.
 __device__ __noinline__ void out_of_footprint(const char* where, int param, long long row, long long col,
                                               long long field_row, long long offset, long long width,
                                               long long row_stride, int access, const char* file, int line) {
@@ -78,17 +76,34 @@ __device__ __noinline__ void out_of_footprint(const char* where, int param, long
         lg_fault.access = access;
         lg_fault.offset = offset;
         lg_fault.row_stride = row_stride;
+        printf("layoutgen: %s: array row %lld, column %lld is outside the field's columns %lld..%lld (rows %lld "
+               "elements apart), in block %u, thread %u\n", where, row, col, offset, offset + width, row_stride,
+               blockIdx.x, threadIdx.x);
+    }
+    asm volatile("exit;");
+}
+// The same of a pointer taken from a shared tile (`param` -1 - the tile's index): the record holds the rows the
+// tile held in `rows`, its capacity in `offset` (its columns start at 0; `row_stride` is its pitch) and its name
+// in `name`. A function of its own, so that a parameter's report (above) stays as small as it was: the debug
+// build calls one of them from every checked access.
+__device__ __noinline__ void out_of_tile(const char* where, int param, long long row, long long col, long long held,
+                                         long long capacity, long long width, long long pitch, int access,
+                                         const char* file, int line) {
+    if (claim_fault(file, line)) {
+        lg_fault.param = param;
+        lg_fault.row = row;
+        lg_fault.col = col;
+        lg_fault.rows = held;
+        lg_fault.width = width;
+        lg_fault.access = access;
+        lg_fault.offset = capacity;
+        lg_fault.row_stride = pitch;
         int n = 0;
-        for (; param < 0 && where && where[n] && n < 127; ++n) lg_fault.name[n] = where[n];
+        for (; where && where[n] && n < 127; ++n) lg_fault.name[n] = where[n];
         lg_fault.name[n] = 0;
-        if (param < 0)
-            printf("layoutgen: %s: row %lld, column %lld is outside the %lld rows the tile holds and its %lld "
-                   "columns (pitch %lld), in block %u, thread %u\n", where, row, col, field_row, width, row_stride, blockIdx.x,
-                   threadIdx.x);
-        else
-            printf("layoutgen: %s: array row %lld, column %lld is outside the field's columns %lld..%lld (rows %lld "
-                   "elements apart), in block %u, thread %u\n", where, row, col, offset, offset + width, row_stride,
-                   blockIdx.x, threadIdx.x);
+        printf("layoutgen: %s: row %lld, column %lld is outside the %lld rows the tile holds and its %lld "
+               "columns (pitch %lld), in block %u, thread %u\n", where, row, col, held, width, pitch, blockIdx.x,
+               threadIdx.x);
     }
     asm volatile("exit;");
 }

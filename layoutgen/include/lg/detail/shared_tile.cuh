@@ -101,8 +101,8 @@ struct SharedTile {
         const int held = *lg_held(0) - 1;  // -1: never copied into, every row counts
         return checked_ref<T>(data + r * Pitch + c,
                               footprint{reinterpret_cast<const unsigned char*>(data), held < 0 ? Capacity : held, Pitch, 0,
-                                        Width, 0, 0, 0, 1, static_cast<int>(sizeof(T)), -1 - lg_tile, lg_where,
-                                        lg_site, 1, Capacity});
+                                        Width, 1, 0, Capacity, 0, static_cast<int>(sizeof(T)), -1 - lg_tile, lg_where,
+                                        lg_site});  // start 1, len 0, size Capacity, inner 0: a tile's element
     }
 #else
     __device__ __forceinline__ T& operator()(int r, int c) const {
