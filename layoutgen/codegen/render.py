@@ -28,6 +28,7 @@ from .env import (
     template_files,
 )
 from .checked_types import checked_pointer_types
+from .debug_headers import debug_header_copies, debug_include
 from .escape import Escaped, c_string
 from .facts import c89_stamped, facts_header
 from .library import library_namespace, library_version_macro
@@ -271,6 +272,7 @@ def _restore_lines(text: str, name: str, stamp_lines: int) -> str:
 def render_spec(
     spec: Spec, root: Path, spec_path: str, *, debug: bool = False, cache_dir: str | None = None,
     out: str = "generated", templates: tuple[Path, ...] = (), include: tuple[str, ...] = (),
+    headers: tuple[Path, ...] = (),
 ) -> Rendered:
     """Every generated file of ``spec``: the views header and one ``.cu`` per binding.
 
@@ -283,7 +285,10 @@ def render_spec(
     ``out`` is the output folder relative to ``root``: kernels name themselves by their path under
     the root in the ``#line`` after their body. ``templates`` are the project's template folders, which
     includes and imports search after the including template's own; ``include`` the project's header
-    folders as the generated module's folder names them (``"../../cuda/include"``), for its launchers.
+    folders as the generated module's folder names them (``"../../cuda/include"``), for its launchers;
+    ``headers`` the same folders as paths: the debug build carries rewritten copies of their files
+    (:mod:`.debug_headers`, ``<spec>/lg_debug_include/<n>/...``) and its module searches those first. The
+    release build ignores ``headers``.
     """
     header = f"{spec.name}.cuh"
     views = {view.name: view_model(view, declared_in(view.site, root), struct)
@@ -362,6 +367,12 @@ def render_spec(
     stamped = {
         path: stamp(text, comment="//", source=spec_path, version=__version__) for path, text in sorted(files.items())
     }
+    copies: dict[str, str] = {}
+    if debug and headers:  # a helper in a project header: checked on the GPU as the kernel's own code is
+        made_copies = debug_header_copies(headers, tuple(relative(h, root) for h in headers), source=spec_path,
+                                          version=__version__)
+        copies = {f"{base}/{path}": text for path, text in made_copies.items()}
+        include = debug_include(include, made_copies)
     sources = {id(lay): declared_in(lay.site, root) for lay in spec.layouts}
     module = skeletons().get_template("module.py.j2").render(  # stamps: its launchers compile only these (LG640)
         source=spec_path, debug=debug, cache_dir=cache_dir, include=include, stamps=stamps_by_name(stamped),
@@ -371,4 +382,4 @@ def render_spec(
     if spec.torch:  # the operators, in a module of their own: only importing it imports torch
         ops = skeletons().get_template("torch_ops.py.j2").render(source=spec_path, **torch_model(spec))
         python[f"{base}/torch_ops.py"] = stamp(ops, comment="#", source=spec_path, version=__version__)
-    return Rendered({**stamped, **c_files, **python}, ())
+    return Rendered({**stamped, **c_files, **python, **copies}, ())

@@ -17,6 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 
+from ..codegen.debug_headers import COPIES
 from ..codegen.render import struct_sites, view_struct_names
 from ..codegen.source_shim import entry_diagnostics
 from ..declare.kernels import Binding
@@ -49,14 +50,20 @@ def compile_results(
         if result.spec is None or not result.files:
             continue
         # A kernel includes its spec's header by file name; the header's path under the root names it to users.
-        names = {path.rsplit("/", 1)[-1]: path for path in result.files if path.endswith(".cuh")}
+        names = {path.rsplit("/", 1)[-1]: path for path in result.files
+                 if path.endswith(".cuh") and f"/{COPIES}/" not in path}
+        # The debug build's copies of the project's headers (not on disk during `check`) by their include name,
+        # the first folder's first: found before the project's folders, as the debug module finds them.
+        for path in sorted(result.files, key=_copy_order):
+            if f"/{COPIES}/" in path:
+                names.setdefault(path.split(f"/{COPIES}/", 1)[1].split("/", 1)[1], path)
         texts = tuple(sorted((name, result.files[path]) for name, path in names.items()))
         sites = struct_sites(result.spec)
         structs = view_struct_names(result.spec)
         entries.update({f"{config.out}/{result.spec.name}/{b.name}.cu": (b, result.spec.name, structs)
                         for b in result.spec.kernels if isinstance(b.kernel, SourceKernel)})
         jobs.extend((path, text, texts, names, sites) for path, text in sorted(result.files.items())
-                    if path.endswith(".cu"))
+                    if path.endswith(".cu") and f"/{COPIES}/" not in path)
     if not jobs:
         return []
     try:
@@ -101,6 +108,13 @@ def compile_results(
     if show:
         print("\r\x1b[K", end="", file=sys.stderr, flush=True)
     return diags
+
+
+def _copy_order(path: str) -> tuple[int, str]:
+    """A header copy's folder number, then its path: the order NVRTC would search them in."""
+    _, copy, rest = path.partition(f"/{COPIES}/")
+    number, _, name = rest.partition("/")
+    return (int(number), name) if copy and number.isdigit() else (-1, path)
 
 
 def _header_hint(error: LogError, config: Config) -> LogError:

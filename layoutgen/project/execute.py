@@ -23,6 +23,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from ..checks.suppress import named_codes
+from ..codegen.debug_headers import COPIES
 from ..codegen.pymodule import module_model
 from ..codegen.render import declared_in, render_spec
 from ..declare.tiles import shared_arrays
@@ -113,9 +114,12 @@ def _spec_jobs(result: SpecResult, config: Config) -> list[tuple[HostProgram, di
     module_dir = f"{config.out}/{spec.name}"
     rendered = render_spec(spec, config.root, result.path, debug=True, out=config.out,
                            cache_dir=config.cache_dir_from(module_dir), templates=config.template_paths,
-                           include=config.include_from(module_dir))
-    files = {path.rsplit("/", 1)[-1]: static_shared(text) for path, text in rendered.files.items()
-             if path.endswith((".cu", ".cuh", ".h"))}  # static __shared__ arrays one per block (host_shared.py)
+                           include=config.include_from(module_dir), headers=config.include_paths)
+    # The kernels and headers by file name, the project headers' debug copies by their path under the spec's folder
+    # (lg_debug_include/<n>/...), searched before the project's folders: both runs check the same helpers.
+    files = {_build_name(path, spec.name): text if f"/{COPIES}/" in path else static_shared(text)
+             for path, text in rendered.files.items()  # static __shared__ arrays one per block: host_shared.py
+             if path.endswith((".cu", ".cuh", ".h")) or f"/{COPIES}/" in path}
     sources = {id(lay): declared_in(lay.site, config.root) for lay in spec.layouts}
     model = module_model(spec, sources)
     layouts = {lay.name: lay for lay in model["layouts"]}  # type: ignore[attr-defined]
@@ -130,6 +134,18 @@ def _spec_jobs(result: SpecResult, config: Config) -> list[tuple[HostProgram, di
     return jobs
 
 
+def _build_name(path: str, spec: str) -> str:
+    """A rendered file's path in the host program's build folder: its name, or a header copy's path under
+    ``lg_debug_include/``."""
+    under = path.removeprefix(f"{spec}/")
+    return under if under.startswith(f"{COPIES}/") else path.rsplit("/", 1)[-1]
+
+
+def _copy_folders(build: Path, files: dict[str, str], count: int) -> tuple[Path, ...]:
+    """The header copies' folders of ``build`` that ``files`` fill, in ``include``'s order."""
+    return tuple(build / COPIES / str(n) for n in range(count) if any(f.startswith(f"{COPIES}/{n}/") for f in files))
+
+
 def _run_one(program: HostProgram, files: dict[str, str], site: Site | None, compiler: str, version: str,
              headers: str, root: Path, config: Config) -> list[Diagnostic]:
     key = build_key(program, files, compiler, version, headers)
@@ -140,11 +156,13 @@ def _run_one(program: HostProgram, files: dict[str, str], site: Site | None, com
         with tempfile.TemporaryDirectory(dir=folder) as tmp:
             build = Path(tmp)
             for name, text in files.items():
+                (build / name).parent.mkdir(parents=True, exist_ok=True)
                 (build / name).write_text(text, encoding="utf-8")
             source = build / f"{program.kernel}.host.cpp"
             source.write_text(program.text, encoding="utf-8")
             maps = prefix_maps(config.root, build, config.include_paths, INCLUDE_ROOT)
-            errors = compile_program(compiler, source, build / "program", config.include_paths, config.root, maps)
+            include = (*_copy_folders(build, files, len(config.include_paths)), *config.include_paths)
+            errors = compile_program(compiler, source, build / "program", include, config.root, maps)
             if errors is not None:
                 errors = errors.replace(f"{build}/", "")  # name the kernel's files as the user knows them
                 first = next((line for line in errors.splitlines() if "error" in line), errors.strip()[:300])

@@ -69,7 +69,7 @@ def process_spec(config: Config, spec_file: Path) -> SpecResult:
     module_dir = f"{config.out}/{spec.name}"
     rendered = render_spec(spec, root, rel, debug=config.debug, out=config.out,
                            cache_dir=config.cache_dir_from(module_dir), templates=config.template_paths,
-                           include=config.include_from(module_dir))
+                           include=config.include_from(module_dir), headers=config.include_paths)
     diags.extend(reported(rendered.diagnostics))
     if rendered.diagnostics:
         return SpecResult(rel, spec, {}, tuple(diags), None)
