@@ -189,7 +189,8 @@ def tile_probe(tmp_path_factory: pytest.TempPathFactory) -> Path:
     result = SpecResult(spec.relative_to(repo).as_posix(), loaded.spec, {"rendered": ""}, (), None)
     ((_, files, _),) = _spec_jobs(result, load_config(repo))
     folder = tmp_path_factory.mktemp("tile")
-    for name, text in files.items():
+    for name, text in files.items():  # the debug build's copies of the project headers lie in folders
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
         (folder / name).write_text(text, encoding="utf-8")
     (folder / "probe.cpp").write_text(TILE_PROBE, encoding="utf-8")
     compiler = find_compiler()

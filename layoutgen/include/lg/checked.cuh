@@ -25,20 +25,19 @@
 #include "field.cuh"
 #include "site.cuh"
 
-#if !defined(__CUDACC__)
 namespace lg {
+inline namespace v0_1_0 {
+inline namespace debug {
+#if !defined(__CUDACC__)
 // On the host (the CPU run, host-compiled tests) a tile's pointer reports through out_of_footprint, which the host's
 // fault functions define (lg/host/sanitizer.h): the CPU run leaves tiles to AddressSanitizer and never gets here.
+// In the versioned namespace, so that two library versions in one unit are two functions (lg/fault.cuh's device one
+// is the record's, shared by every version as out_of_footprint is).
 inline void out_of_tile(const char* where, int param, long long row, long long col, long long held, long long capacity,
                         long long width, long long pitch, int access, const char* file, int line) {
     out_of_footprint(where, param, row, col, held, capacity, width, pitch, access, file, line);
 }
-}  // namespace lg
 #endif
-
-namespace lg {
-inline namespace v0_1_0 {
-inline namespace debug {
 // (lg::site and LG_SITE, where the user's code took a pointer or called an accessor: lg/site.cuh.)
 
 // Integer types: what a pointer may be offset or subscripted by.
