@@ -22,33 +22,10 @@ import numpy as np
 import pytest
 
 from tests.helpers.checked_spellings import SPELLINGS, probe_spec
-from tests.helpers.host import build_shared, needs_compiler
+from tests.helpers.host import RECORDED_FAULTS, build_shared, needs_compiler
 from tests.helpers.rendering import render
 
 pytestmark = needs_compiler
-
-# The fault functions of the debug build (lg/fault.cuh on the GPU, lg/host/sanitizer.h in the CPU run),
-# recording the first fault and counting them.
-FAULTS = """#include "lg/host/runtime.h"
-[[noreturn]] void lg_host_violation(const char*, const char*, const void*) { std::abort(); }
-#define LG_DEBUG_DEFINED
-#include <lg/site.cuh>
-namespace lg {
-inline long long lg_test_hit[8], lg_test_hits;
-inline void out_of_field(const char*, int param, long long row, long long col, long long, long long,
-                         const char* = nullptr, int = 0) {
-    if (lg_test_hits++ == 0) { lg_test_hit[0] = param; lg_test_hit[1] = row; lg_test_hit[2] = col; lg_test_hit[5] = -1; }
-}
-inline void out_of_footprint(const char*, int param, long long row, long long col, long long field_row, long long,
-                             long long width, long long, int access, const char*, int line) {
-    if (lg_test_hits++ == 0) {
-        const long long words[] = {param, row, col, field_row, width, access, line};
-        for (int n = 0; n < 7; ++n) lg_test_hit[n] = words[n];
-    }
-}
-inline void unheld_read(const char*, int, long long, long long, long long, long long, const char*, int) {}
-}  // namespace lg
-"""
 
 
 def _kernel(tmp: Path, stride: int) -> Any:
@@ -58,7 +35,7 @@ def _kernel(tmp: Path, stride: int) -> Any:
         (tmp / Path(path).name).write_text(text, encoding="utf-8")
     source = tmp / "probe_host.cpp"
     source.write_text(
-        FAULTS + '#include "probe.cu"\n'
+        RECORDED_FAULTS + '#include "probe.cu"\n'
         'extern "C" long long host_launch(const float* x, float* y, int which, long long b, long long k, '
         "long long* out) {\n"
         "    lg::lg_test_hits = 0;\n"

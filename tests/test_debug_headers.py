@@ -27,7 +27,7 @@ from layoutgen.project.config import Config
 from layoutgen.project.execute import execute_results
 from layoutgen.project.process import SpecResult
 from tests.helpers.debug_headers import HELPER_LINE, header_folder, rowsum_spec
-from tests.helpers.host import build_shared, needs_compiler
+from tests.helpers.host import RECORDED_FAULTS, build_shared, needs_compiler
 
 COPY = f"rowsum/{COPIES}/0/row_help.cuh"
 
@@ -117,29 +117,6 @@ def _prefixes(rel: str) -> list[str]:
     return ["/".join(parts[:i]) for i in range(1, len(parts))]
 
 
-# The debug build's fault functions, recording the first fault (as tests/test_checked_pointers_host.py does).
-FAULTS = """#include "lg/host/runtime.h"
-[[noreturn]] void lg_host_violation(const char*, const char*, const void*) { std::abort(); }
-#define LG_DEBUG_DEFINED
-#include <lg/site.cuh>
-namespace lg {
-inline long long lg_test_hit[8], lg_test_hits;
-inline void out_of_field(const char*, int param, long long row, long long col, long long, long long,
-                         const char* = nullptr, int = 0) {
-    if (lg_test_hits++ == 0) { lg_test_hit[0] = param; lg_test_hit[1] = row; lg_test_hit[2] = col; lg_test_hit[5] = -1; }
-}
-inline void out_of_footprint(const char*, int param, long long row, long long col, long long field_row, long long,
-                             long long width, long long, int access, const char*, int line) {
-    if (lg_test_hits++ == 0) {
-        const long long words[] = {param, row, col, field_row, width, access, line};
-        for (int n = 0; n < 7; ++n) lg_test_hit[n] = words[n];
-    }
-}
-inline void unheld_read(const char*, int, long long, long long, long long, long long, const char*, int) {}
-}  // namespace lg
-"""
-
-
 @needs_compiler
 def test_a_helper_of_a_project_header_reports_through_the_checked_pointer(tmp_path: Path) -> None:
     fn = _build(tmp_path)
@@ -171,7 +148,7 @@ def _build(tmp: Path) -> Any:
         target.write_text(text, encoding="utf-8")
     source = build / "rowsum_host.cpp"
     source.write_text(
-        FAULTS + '#include "rowsum.cu"\n'
+        RECORDED_FAULTS + '#include "rowsum.cu"\n'
         'extern "C" long long host_launch(const float* x, float* y, int n, long long b, long long k, '
         "long long* out) {\n"
         "    lg::lg_test_hits = 0;\n"

@@ -121,3 +121,27 @@ def cooperative(tmp: Path, source: Path, function: str, params: str, shared: str
         encoding="utf-8",
     )
     return build_shared(harness, tmp / f"{function}.so", "c++20", (source.parent, *include), "-O2", "-pthread")
+
+
+# The fault functions of the debug build (lg/fault.cuh on the GPU, lg/host/sanitizer.h in the CPU run),
+# recording the first fault and counting them (tests/test_checked_pointers_host.py, tests/test_debug_headers.py).
+RECORDED_FAULTS = """#include "lg/host/runtime.h"
+[[noreturn]] void lg_host_violation(const char*, const char*, const void*) { std::abort(); }
+#define LG_DEBUG_DEFINED
+#include <lg/site.cuh>
+namespace lg {
+inline long long lg_test_hit[8], lg_test_hits;
+inline void out_of_field(const char*, int param, long long row, long long col, long long, long long,
+                         const char* = nullptr, int = 0) {
+    if (lg_test_hits++ == 0) { lg_test_hit[0] = param; lg_test_hit[1] = row; lg_test_hit[2] = col; lg_test_hit[5] = -1; }
+}
+inline void out_of_footprint(const char*, int param, long long row, long long col, long long field_row, long long,
+                             long long width, long long, int access, const char*, int line) {
+    if (lg_test_hits++ == 0) {
+        const long long words[] = {param, row, col, field_row, width, access, line};
+        for (int n = 0; n < 7; ++n) lg_test_hit[n] = words[n];
+    }
+}
+inline void unheld_read(const char*, int, long long, long long, long long, long long, const char*, int) {}
+}  // namespace lg
+"""

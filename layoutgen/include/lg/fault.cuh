@@ -61,6 +61,18 @@ __device__ __noinline__ void out_of_field(const char* where, int param, long lon
     }
     asm volatile("exit;");
 }
+// The record of a checked pointer's access outside its footprint, for the claimed fault (both reports below).
+__device__ __forceinline__ void record_footprint(int param, long long row, long long col, long long rows,
+                                                 long long offset, long long width, long long row_stride, int access) {
+    lg_fault.param = param;
+    lg_fault.row = row;
+    lg_fault.col = col;
+    lg_fault.rows = rows;
+    lg_fault.width = width;
+    lg_fault.access = access;
+    lg_fault.offset = offset;
+    lg_fault.row_stride = row_stride;
+}
 // A checked pointer's access outside its footprint (lg::footprint::check): row `row`, column `col` of the
 // array (`field_row`: the field's row, -1 where the row is not the field's). The same record; the launcher
 // words it as the CPU run's LG650.
@@ -68,14 +80,7 @@ __device__ __noinline__ void out_of_footprint(const char* where, int param, long
                                               long long field_row, long long offset, long long width,
                                               long long row_stride, int access, const char* file, int line) {
     if (claim_fault(file, line)) {
-        lg_fault.param = param;
-        lg_fault.row = row;
-        lg_fault.col = col;
-        lg_fault.rows = field_row;
-        lg_fault.width = width;
-        lg_fault.access = access;
-        lg_fault.offset = offset;
-        lg_fault.row_stride = row_stride;
+        record_footprint(param, row, col, field_row, offset, width, row_stride, access);
         printf("layoutgen: %s: array row %lld, column %lld is outside the field's columns %lld..%lld (rows %lld "
                "elements apart), in block %u, thread %u\n", where, row, col, offset, offset + width, row_stride,
                blockIdx.x, threadIdx.x);
@@ -90,14 +95,7 @@ __device__ __noinline__ void out_of_tile(const char* where, int param, long long
                                          long long capacity, long long width, long long pitch, int access,
                                          const char* file, int line) {
     if (claim_fault(file, line)) {
-        lg_fault.param = param;
-        lg_fault.row = row;
-        lg_fault.col = col;
-        lg_fault.rows = held;
-        lg_fault.width = width;
-        lg_fault.access = access;
-        lg_fault.offset = capacity;
-        lg_fault.row_stride = pitch;
+        record_footprint(param, row, col, held, capacity, width, pitch, access);
         int n = 0;
         for (; where && where[n] && n < 127; ++n) lg_fault.name[n] = where[n];
         lg_fault.name[n] = 0;
